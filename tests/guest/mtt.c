@@ -47,7 +47,8 @@
  *   sigs                 record the signals caught so far
  *   bg OP                run OP in a child in a new process group (job
  *                        control checks), record its record and signals
- *   watchdog S           abort remaining ops after S seconds (default 30)
+ *   watchdog S           abort remaining ops after S seconds (default 30;
+ *                        a child sends SIGALRM: no POSIX timers needed)
  *   icount0 | icount     TIOCGICOUNT baseline / record the delta
  *   echo "TEXT"          record TEXT (a comment in the report)
  *
@@ -203,6 +204,35 @@ static void on_alarm(int sig)
 {
 	(void)sig;
 	watchdog_fired = 1;
+}
+
+/*
+ * The watchdog is a child that sends SIGALRM after a while: the tiny kernel
+ * has no POSIX timers, so no alarm().
+ */
+static pid_t watchdog_pid;
+
+static void watchdog(unsigned int seconds)
+{
+	pid_t parent = getpid();
+
+	if (watchdog_pid > 0) {
+		kill(watchdog_pid, SIGKILL);
+		while (waitpid(watchdog_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		watchdog_pid = 0;
+	}
+	if (!seconds)
+		return;
+	watchdog_pid = fork();
+	if (watchdog_pid == 0) {
+		struct timespec ts = { .tv_sec = seconds };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		kill(parent, SIGALRM);
+		_exit(0);
+	}
 }
 
 static void install_signals(void)
@@ -916,7 +946,8 @@ static void do_bg(struct word *w, int nw, char *err)
 		close(p[0]);
 		for (i = 0; i < NSIGTAB; i++)
 			sigcount[i] = 0;
-		alarm(5);
+		watchdog_pid = 0;
+		watchdog(5);
 		setpgid(0, 0);
 		cur_len = 0;
 		cur[0] = 0;
@@ -924,6 +955,7 @@ static void do_bg(struct word *w, int nw, char *err)
 			out("error %s", err);
 		out(" ");
 		out_sigs();
+		watchdog(0);
 		if (write_all(p[1], cur, cur_len) < 0)
 			_exit(2);
 		_exit(0);
@@ -1219,7 +1251,7 @@ static int run_op(struct word *w, int nw, char *err)
 	if (!strcmp(op, "watchdog")) {
 		if (nw < 2 || num(w[1].s, &v))
 			goto usage;
-		alarm((unsigned int)v);
+		watchdog((unsigned int)v);
 		out("ok");
 		return 0;
 	}
@@ -1245,8 +1277,8 @@ static void restore(void)
 {
 	int i;
 
-	alarm(5);
 	watchdog_fired = 0;
+	watchdog(5);
 	for (i = 0; i < nopened; i++)
 		if (opened[i] >= 0)
 			close(opened[i]);
@@ -1264,7 +1296,7 @@ static void restore(void)
 		ioctl(0, TIOCSWINSZ, &saved_ws);
 	if (saved_fl0 >= 0)
 		fcntl(0, F_SETFL, saved_fl0);
-	alarm(0);
+	watchdog(0);
 }
 
 static void report(void)
@@ -1338,7 +1370,7 @@ int main(int argc, char **argv)
 	if (ioctl(0, TCGETS2, &work) < 0)
 		memcpy(&work, &saved, sizeof(saved));
 	fd = 0;
-	alarm(30);
+	watchdog(30);
 
 	rec_add("mtt 1\n", 6);
 	if (!saved_ok)
