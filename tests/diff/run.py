@@ -1,0 +1,546 @@
+#!/usr/bin/python3
+"""Differential terminal tests: every scenario of tests/diff/scenarios/ runs
+on the reference kernel (fulltty: CONFIG_TTY=y, the real n_tty) and on the
+port (minitty: CONFIG_TTY=n), one boot each, and the two flavours' streams
+are compared byte for byte:
+
+  1. the bytes the host received from the line during the scenario (echo
+     and output), from the end of the guest's first sync marker to the
+     start of its report;
+  2. the guest's report: what every call of mtt (tests/guest/mtt.c)
+     returned.
+
+Checks printed (docs/layout.md's suite format):
+  PASS/FAIL diff-oracle:NAME   the scenario ran on fulltty and gave a
+                               well-formed report meeting its expectations
+  PASS/FAIL diff:NAME          fulltty and minitty agree, or the difference
+                               is listed in tests/deviations (printed so)
+  PASS/FAIL diff-log:FLAVOUR   no Oops/BUG/WARNING/Kernel panic on the line
+When minitty cannot be built, one line says the comparison was not run and
+no diff:NAME check is counted.  Results go to sandbox/logs/diff-FLAVOUR.json.
+
+usage: run.py [--flavours fulltty,minitty] [--only GLOB] [--compare-only]
+              [--no-build] [--verbose]
+"""
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import scenario as scn               # noqa: E402
+from target import (Target, BootError, ROOT, SANDBOX, kernel_image,  # noqa: E402
+                    initramfs, PANIC_RE)
+
+LOGDIR = os.path.join(SANDBOX, "logs")
+DEVIATIONS = os.path.join(ROOT, "tests", "deviations")
+REPORT_RE = re.compile(rb"@@MTT-REPORT ([0-9a-f]*) @@END")
+START_RE = re.compile(rb"@@MTT-SYNC1@@|@@MTT-REPORT ([0-9a-f]*) @@END")
+PRINTK_TIME_RE = re.compile(rb"\[ *\d+\.\d+\] ")
+MAX_CMD_HEX = 700        # the shell's line editor has a line length limit
+
+VERBOSE = False
+
+
+def note(msg):
+    if VERBOSE:
+        sys.stderr.write("diff: %s\n" % msg)
+        sys.stderr.flush()
+
+
+# ---- running one scenario on one guest ------------------------------------
+
+def send_program(t, sc):
+    """Type the mtt command; long programs go through a shell variable."""
+    hx = sc.program.encode("utf-8").hex()
+    if len(hx) <= MAX_CMD_HEX:
+        t.write_all(b"mtt x:" + hx.encode() + b"\r")
+        return True
+    parts = [hx[i:i + MAX_CMD_HEX] for i in range(0, len(hx), MAX_CMD_HEX)]
+    for i, p in enumerate(parts):
+        t.write_all(("P=%s%s; echo @@MTT-P''ART-%d@@\r"
+                     % ("$P" if i else "", p, i)).encode())
+        if not t.wait_for(rb"@@MTT-PART-%d@@" % i, 10):
+            return False
+    t.write_all(b"mtt x:$P\r")
+    return True
+
+
+def run_scenario(t, sc):
+    res = {"status": "ok", "stream": b"", "report": "", "notes": [],
+           "input_len": len(sc.input_bytes()),
+           "input_fnv": "%08x" % scn.fnv1a(sc.input_bytes())}
+    if not t.resync(10):
+        t.write_all(b"\x03\r")
+        if not t.resync(40):
+            res["status"] = "dead"
+            res["notes"].append("no shell before the scenario")
+            return res
+    start = len(t.transcript)
+    if not send_program(t, sc):
+        res["status"] = "dead"
+        res["notes"].append("the shell did not take the program")
+        return res
+    m = t.wait_for(START_RE, 15, start)
+    if not m:
+        res["status"] = "timeout"
+        res["notes"].append("no sync marker and no report within 15 s")
+        res["transcript"] = bytes(t.transcript[start:])
+        return res
+
+    sync_end = m.end()
+    seen = {}               # sync number -> host time it was seen
+    if m.group(0).startswith(b"@@MTT-SYNC1"):
+        seen[1] = time.time()
+    deadline = time.time() + sc.timeout
+    steps = sc.steps
+    idx = 0
+    last_done = None
+    queue = []              # [(not_before, bytes)] of the step being sent
+    rep = REPORT_RE.search(t.transcript, start) if 1 not in seen else None
+    while rep is None:
+        now = time.time()
+        if now > deadline or not t.alive():
+            res["status"] = "timeout"
+            res["notes"].append("no report within %gs of the first sync"
+                                % sc.timeout)
+            break
+        # markers
+        for k in {s.sync for s in steps[idx:]} - set(seen):
+            if (scn.MARK_SYNC % k) in t.transcript[sync_end - 16:]:
+                seen[k] = now
+        # start the next step when due
+        if not queue and idx < len(steps):
+            st = steps[idx]
+            if st.sync in seen:
+                if idx == 0 or steps[idx - 1].sync != st.sync:
+                    base = seen[st.sync]
+                else:
+                    base = last_done
+                due = base + st.delay_ms / 1000.0
+                if now >= due:
+                    if st.chunk:      # chunk_ms is the gap between chunks
+                        queue = [(due + j * st.chunk_ms / 1000.0,
+                                  st.data[o:o + st.chunk])
+                                 for j, o in enumerate(range(0, len(st.data),
+                                                             st.chunk))]
+                    else:
+                        queue = [(due, st.data)]
+        # send what is due
+        wait = 0.05
+        if queue:
+            nb, data = queue[0]
+            if now >= nb:
+                n = t.write_some(data)
+                data = data[n:]
+                if data:
+                    queue[0] = (nb, data)
+                    wait = 0.005
+                else:
+                    queue.pop(0)
+                    if not queue:
+                        last_done = time.time()
+                        idx += 1
+                    wait = 0
+            else:
+                wait = min(wait, nb - now)
+        elif idx < len(steps) and steps[idx].sync in seen:
+            wait = 0.005
+        t.pump(max(0.0, wait))
+        rep = REPORT_RE.search(t.transcript, sync_end)
+    if idx < len(steps) and res["status"] == "ok":
+        res["notes"].append("%d input step(s) not sent before the report"
+                            % (len(steps) - idx))
+        res["unsent"] = len(steps) - idx
+    if rep is not None:
+        if 1 in seen:
+            res["stream"] = bytes(t.transcript[sync_end:rep.start()])
+        try:
+            res["report"] = bytes.fromhex(rep.group(1).decode()).decode("latin-1")
+        except ValueError:
+            res["status"] = "malformed"
+            res["notes"].append("report is not hex")
+        end = rep.end()
+    else:
+        res["stream"] = bytes(t.transcript[sync_end:]) if 1 in seen else b""
+        end = len(t.transcript)
+    res["stream"] = PRINTK_TIME_RE.sub(b"[T] ", res["stream"])
+    res["transcript"] = bytes(t.transcript[start:end])
+    res["panic"] = [p.decode("latin-1") for p in t.panic_lines(start)]
+    # the shell must come back (the watchdog ends mtt after 30 s at most)
+    if res["status"] != "ok" or not t.resync(10):
+        if not t.resync(40):
+            t.write_all(b"\x03\r")
+            if not t.resync(20):
+                res["notes"].append("the shell did not come back")
+                res["status"] = "dead" if res["status"] == "ok" else res["status"]
+                t.dead = True
+    return res
+
+
+def ensure_built(flavour, build):
+    """Returns None when the flavour's kernel and the rootfs are there,
+    else why not."""
+    cli = os.path.join(ROOT, "bin", "minitty")
+    os.makedirs(LOGDIR, exist_ok=True)
+    if not os.path.exists(kernel_image(flavour)) and build and os.access(cli, os.X_OK):
+        note("building %s" % flavour)
+        with open(os.path.join(LOGDIR, "diff-build-%s.log" % flavour), "wb") as lf:
+            subprocess.call([cli, "build", "--flavour", flavour], cwd=ROOT,
+                            stdout=lf, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+    if not os.path.exists(kernel_image(flavour)):
+        return "no kernel image %s" % os.path.relpath(kernel_image(flavour), ROOT)
+    # the rootfs must hold the current guest programs
+    guest_srcs = [os.path.join(ROOT, "tests", "guest", f)
+                  for f in os.listdir(os.path.join(ROOT, "tests", "guest"))
+                  if f.endswith(".c")]
+    newest = max(os.path.getmtime(p) for p in guest_srcs)
+    rfs = initramfs()
+    if (not os.path.exists(rfs) or os.path.getmtime(rfs) < newest) and \
+            build and os.access(cli, os.X_OK):
+        note("rebuilding the rootfs")
+        with open(os.path.join(LOGDIR, "diff-rootfs.log"), "wb") as lf:
+            subprocess.call([cli, "rootfs"], cwd=ROOT, stdout=lf,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if not os.path.exists(rfs):
+        return "no rootfs %s" % os.path.relpath(rfs, ROOT)
+    return None
+
+
+def run_flavour(flavour, scens):
+    """Boot once, run every scenario; returns the results dict."""
+    out = {"flavour": flavour, "boot": "ok", "scenarios": {}, "log": []}
+    t = None
+    reboots = 0
+    i = 0
+    while i < len(scens):
+        if t is None:
+            t = Target(flavour, note)
+            t.dead = False
+            try:
+                note("booting %s" % flavour)
+                t.boot()
+            except (BootError, OSError) as e:
+                out["boot"] = "failed: %s" % e
+                t.close()
+                t = None
+                break
+        sc = scens[i]
+        note("%s: %s" % (flavour, sc.name))
+        t0 = time.time()
+        try:
+            r = run_scenario(t, sc)
+        except (OSError, BootError) as e:
+            r = {"status": "dead", "stream": b"", "report": "",
+                 "notes": ["host error: %s" % e]}
+            t.dead = True
+        r["seconds"] = round(time.time() - t0, 2)
+        out["scenarios"][sc.name] = r
+        i += 1
+        if t.dead or not t.alive():
+            out["log"] += t.serial_log_problems()
+            out["log"] += [p.decode("latin-1") for p in t.panic_lines()]
+            t.close()
+            t = None
+            if reboots >= 1:
+                break
+            reboots += 1
+            out["boot"] = "rebooted after %s" % sc.name
+    if t is not None:
+        out["log"] += t.serial_log_problems()
+        out["log"] += [p.decode("latin-1") for p in t.panic_lines()]
+        t.close()
+    out["log"] = sorted(set(out["log"]))
+    return out
+
+
+# ---- JSON -----------------------------------------------------------------
+
+def to_json(res):
+    def enc(v):
+        if isinstance(v, bytes):
+            return {"latin1": v.decode("latin-1")}
+        if isinstance(v, dict):
+            return {k: enc(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [enc(x) for x in v]
+        return v
+    return enc(res)
+
+
+def from_json(obj):
+    if isinstance(obj, dict):
+        if set(obj) == {"latin1"}:
+            return obj["latin1"].encode("latin-1")
+        return {k: from_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_json(x) for x in obj]
+    return obj
+
+
+def save(res):
+    os.makedirs(LOGDIR, exist_ok=True)
+    with open(os.path.join(LOGDIR, "diff-%s.json" % res["flavour"]), "w") as f:
+        json.dump(to_json(res), f, indent=1)
+
+
+def load(flavour):
+    with open(os.path.join(LOGDIR, "diff-%s.json" % flavour)) as f:
+        return from_json(json.load(f))
+
+
+# ---- verdicts -------------------------------------------------------------
+
+def esc(b):
+    out = []
+    for c in b:
+        if c == 10:
+            out.append("\\n")
+        elif c == 13:
+            out.append("\\r")
+        elif c == 9:
+            out.append("\\t")
+        elif c == 92:
+            out.append("\\\\")
+        elif 32 <= c < 127:
+            out.append(chr(c))
+        else:
+            out.append("\\x%02x" % c)
+    return "".join(out)
+
+
+def side_by_side(title, left, right, width=58):
+    """Lines of two columns; left/right are lists of text lines."""
+    lines = ["    %s" % title,
+             "    %-*s | %s" % (width, "fulltty", "minitty")]
+    n = max(len(left), len(right))
+    for i in range(n):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        mark = " " if a == b else "*"
+        lines.append("  %s %-*s | %s" % (mark, width, a[:width], b[:width]))
+        if len(a) > width or len(b) > width:
+            a, b = a[width:], b[width:]
+            while a or b:
+                lines.append("    %-*s | %s" % (width, a[:width], b[:width]))
+                a, b = a[width:], b[width:]
+    return lines
+
+
+def stream_lines(b, width=58):
+    """An escaped stream cut after each \\n and at width."""
+    out, cur = [], ""
+    for c in b:
+        e = esc(bytes([c]))
+        if len(cur) + len(e) > width:
+            out.append(cur)
+            cur = ""
+        cur += e
+        if c == 10:
+            out.append(cur)
+            cur = ""
+    if cur:
+        out.append(cur)
+    return out
+
+
+def stream_window(a, b):
+    """For long streams: the part around the first difference."""
+    if len(a) <= 1500 and len(b) <= 1500:
+        return a, b, ""
+    i = 0
+    while i < len(a) and i < len(b) and a[i] == b[i]:
+        i += 1
+    lo = max(0, i - 200)
+    return (a[lo:i + 400], b[lo:i + 400],
+            " (%d and %d bytes; first difference at byte %d, shown from %d)"
+            % (len(a), len(b), i, lo))
+
+
+def oracle_problems(sc, r):
+    """Why the fulltty result of a scenario is not well-formed (or does not
+    meet the scenario's expectations); [] when fine."""
+    p = []
+    if r is None:
+        return ["not run"]
+    if r["status"] != "ok":
+        p.append("status %s" % r["status"])
+    p += ["note: %s" % n for n in r.get("notes", [])]
+    rep = r.get("report", "")
+    if not rep.startswith("mtt 1\n"):
+        p.append("no report (or not from mtt)")
+    if "\nend sigs=" not in rep:
+        p.append("report has no end line")
+    if re.search(r"^\d+ .*: ERROR", rep, re.M) or "\nERROR" in rep:
+        p.append("mtt rejected the program: %s" %
+                 [l for l in rep.splitlines() if "ERROR" in l])
+    if not sc.allow_watchdog and ("skipped (watchdog)" in rep or
+                                  re.search(r"^end .*watchdog", rep, re.M)):
+        p.append("the watchdog ended the program")
+    if r.get("panic"):
+        p.append("kernel problem: %s" % r["panic"])
+    if p:
+        return p
+    subst = {"input_fnv": r.get("input_fnv", ""), "input_len": str(r.get("input_len", 0))}
+    stream = r.get("stream", b"")
+    for kind, v in sc.expect:
+        if kind == "expect-report-has":
+            want = v.format(**subst)
+            if want not in rep:
+                p.append("report lacks %r" % want)
+        elif kind == "expect-report-re":
+            if not re.search(v, rep, re.M):
+                p.append("report does not match /%s/" % v)
+        elif kind == "expect-stream":
+            if stream != v:
+                p.append("stream is not the expected %d bytes (got %d: %s...)"
+                         % (len(v), len(stream), esc(stream[:80])))
+        elif kind == "expect-stream-has":
+            if v not in stream:
+                p.append("stream lacks %s" % esc(v))
+    return p
+
+
+def deviation_for(name, devs):
+    for pat, reason in devs:
+        if fnmatch.fnmatchcase(name, pat):
+            return reason
+    return None
+
+
+def main():
+    global VERBOSE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flavours", default="fulltty,minitty")
+    ap.add_argument("--only", default="*", help="glob of scenario names")
+    ap.add_argument("--compare-only", action="store_true",
+                    help="compare the saved sandbox/logs/diff-*.json")
+    ap.add_argument("--no-build", action="store_true",
+                    help="never run bin/minitty build/rootfs")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    args = ap.parse_args()
+    VERBOSE = args.verbose
+
+    passed = failed = 0
+
+    def check(ok, name, details=()):
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+            print("PASS %s" % name)
+        else:
+            failed += 1
+            print("FAIL %s" % name)
+        for d in details:
+            print("    %s" % d if not d.startswith("  ") else d)
+        sys.stdout.flush()
+
+    try:
+        scens = [s for s in scn.load_all(os.path.join(HERE, "scenarios"))
+                 if fnmatch.fnmatchcase(s.name, args.only)]
+        devs = scn.load_deviations(DEVIATIONS)
+    except scn.ScenarioError as e:
+        check(False, "diff:scenarios", [str(e)])
+        print("%d passed, %d failed" % (passed, failed))
+        return 1
+    flavours = [f for f in args.flavours.split(",") if f]
+    results = {}
+    not_run = {}
+    for fl in flavours:
+        if args.compare_only:
+            try:
+                results[fl] = load(fl)
+            except (OSError, ValueError) as e:
+                not_run[fl] = "no saved results (%s)" % e
+            continue
+        why = ensure_built(fl, not args.no_build)
+        if why:
+            not_run[fl] = why
+            continue
+        results[fl] = run_flavour(fl, scens)
+        save(results[fl])
+
+    ref = results.get("fulltty")
+    if "fulltty" in flavours:
+        if ref is None:
+            check(False, "diff-boot:fulltty", [not_run.get("fulltty", "not run")])
+        elif not ref["boot"].startswith("ok"):
+            check(False, "diff-boot:fulltty", [ref["boot"]])
+    # oracle self-checks
+    if ref is not None:
+        for sc in scens:
+            r = ref["scenarios"].get(sc.name)
+            p = oracle_problems(sc, r)
+            details = list(p)
+            if p and r is not None:
+                details += side_by_side("report (fulltty only)",
+                                        r.get("report", "").splitlines(), [])
+                details += side_by_side("stream (fulltty only)",
+                                        stream_lines(r.get("stream", b"")[:1500]), [])
+            check(not p, "diff-oracle:%s" % sc.name, details)
+    for fl, res in results.items():
+        check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
+
+    # comparisons
+    other = results.get("minitty")
+    if "minitty" in flavours and other is None:
+        print("# minitty comparison not run: %s" % not_run.get("minitty", "?"))
+    elif other is not None and not other["boot"].startswith(("ok", "rebooted")):
+        check(False, "diff-boot:minitty", [other["boot"]])
+    if ref is not None and other is not None:
+        for sc in scens:
+            a = ref["scenarios"].get(sc.name)
+            b = other["scenarios"].get(sc.name)
+            name = "diff:%s" % sc.name
+            if a is None or b is None:
+                check(False, name, ["not run on %s" %
+                                    ("fulltty" if a is None else "minitty")])
+                continue
+            if b.get("panic"):
+                check(False, name, ["minitty kernel problem: %s" % b["panic"]])
+                continue
+            if b["status"] in ("dead", "timeout") and a["status"] == "ok":
+                extra = ["minitty: %s (%s)" % (b["status"], "; ".join(b["notes"]))]
+                extra += side_by_side("transcript", stream_lines(a.get("transcript", b"")[-1500:]),
+                                      stream_lines(b.get("transcript", b"")[-1500:]))
+                check(False, name, extra)
+                continue
+            same = (a["stream"] == b["stream"] and a["report"] == b["report"]
+                    and a["status"] == b["status"])
+            if same:
+                check(True, name)
+                continue
+            details = []
+            if sc.desc:
+                details.append(sc.desc)
+            details.append("prog: %s" % sc.program)
+            if a["status"] != b["status"]:
+                details.append("status: fulltty %s, minitty %s" % (a["status"], b["status"]))
+            if a["report"] != b["report"]:
+                details += side_by_side("report", a["report"].splitlines(),
+                                        b["report"].splitlines())
+            if a["stream"] != b["stream"]:
+                x, y, how = stream_window(a["stream"], b["stream"])
+                details += side_by_side("stream" + how, stream_lines(x), stream_lines(y))
+            reason = deviation_for(sc.name, devs)
+            if reason:
+                check(True, "%s (listed deviation: %s)" % (name, reason),
+                      details if VERBOSE else [])
+            else:
+                check(False, name, details)
+
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
