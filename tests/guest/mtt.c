@@ -16,8 +16,9 @@
  * \a \f \v \0 \\ \" \xHH).  Numbers are decimal or 0x hex.  The ops:
  *
  *   set ITEMS..          change the working termios (not applied):
- *                        raw, sane (the saved original), FLAG / -FLAG
- *                        (icanon, echo, ..., xtabs, cs7), CC=VALUE
+ *                        raw, sane (the saved original), std (the
+ *                        kernel's tty_std_termios, c_cflag kept), FLAG / -FLAG
+ *                        (icanon, echo, ..., xtabs, cs7, b9600), CC=VALUE
  *                        (min=1, erase=^H, eol=0x2c, intr=undef),
  *                        speed=N (BOTHER, for TCSETS2)
  *   apply [s|w|f|s2|w2|f2|a]   apply the working termios with TCSETS,
@@ -41,7 +42,7 @@
  *   close                close the current fd, back to fd 0
  *   fd N                 use fd N (0, 1, or one returned by open)
  *   nonblock on|off      fcntl O_NONBLOCK on the current fd (restored at end)
- *   sleep MS             sleep (watchdog aware)
+ *   sleep MS             sleep (poll(), watchdog aware)
  *   kmsg "TEXT"          write TEXT to /dev/kmsg
  *   console "TEXT"       open /dev/console, write TEXT, close
  *   sigs                 record the signals caught so far
@@ -206,6 +207,14 @@ static void on_alarm(int sig)
 	watchdog_fired = 1;
 }
 
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
 /*
  * The watchdog is a child that sends SIGALRM after a while: the tiny kernel
  * has no POSIX timers, so no alarm().
@@ -226,10 +235,10 @@ static void watchdog(unsigned int seconds)
 		return;
 	watchdog_pid = fork();
 	if (watchdog_pid == 0) {
-		struct timespec ts = { .tv_sec = seconds };
+		long end = now_ms() + seconds * 1000L;
 
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		while (now_ms() < end)
+			poll(NULL, 0, (int)(end - now_ms()));
 		kill(parent, SIGALRM);
 		_exit(0);
 	}
@@ -421,6 +430,9 @@ static const struct flagdef {
 	{ "cr1", FO, CRDLY, CR1 }, { "cr2", FO, CRDLY, CR2 },
 	{ "cr3", FO, CRDLY, CR3 }, { "bs1", FO, BSDLY, BS1 },
 	{ "vt1", FO, VTDLY, VT1 }, { "ff1", FO, FFDLY, FF1 },
+	{ "b9600", FC, CBAUD, B9600 }, { "b38400", FC, CBAUD, B38400 },
+	{ "b57600", FC, CBAUD, B57600 }, { "b115200", FC, CBAUD, B115200 },
+	{ "b0", FC, CBAUD, B0 },
 	{ "cs5", FC, CSIZE, CS5 }, { "cs6", FC, CSIZE, CS6 },
 	{ "cs7", FC, CSIZE, CS7 }, { "cs8", FC, CSIZE, CS8 },
 	{ "cstopb", FC, CSTOPB, CSTOPB }, { "cread", FC, CREAD, CREAD },
@@ -476,6 +488,25 @@ static int set_item(const char *w, char *err)
 
 	if (!strcmp(w, "raw")) {
 		make_raw(&work);
+		return 0;
+	}
+	if (!strcmp(w, "std")) {
+		/* the kernel's tty_std_termios flags and INIT_C_CC; c_cflag
+		 * (speed, size) stays what it is */
+		static const cc_t init_cc[] = {
+			[VINTR] = 3, [VQUIT] = 0x1c, [VERASE] = 0x7f,
+			[VKILL] = 0x15, [VEOF] = 4, [VTIME] = 0, [VMIN] = 1,
+			[VSTART] = 0x11, [VSTOP] = 0x13, [VSUSP] = 0x1a,
+			[VREPRINT] = 0x12, [VDISCARD] = 0x0f,
+			[VWERASE] = 0x17, [VLNEXT] = 0x16,
+		};
+
+		work.c_iflag = ICRNL | IXON;
+		work.c_oflag = OPOST | ONLCR;
+		work.c_lflag = ISIG | ICANON | ECHO | ECHOE | ECHOK | ECHOCTL |
+			       ECHOKE | IEXTEN;
+		memset(work.c_cc, 0, sizeof(work.c_cc));
+		memcpy(work.c_cc, init_cc, sizeof(init_cc));
 		return 0;
 	}
 	if (!strcmp(w, "sane")) {
@@ -743,28 +774,23 @@ static unsigned char xs_byte(void)
 	return (unsigned char)(x >> 24);
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-static void sleep_ms(long ms)
+/*
+ * Sleep with poll(): the tiny kernel's nanosleep is ENOSYS for glibc (no
+ * CONFIG_COMPAT_32BIT_TIME).  Returns 0, or the errno of a failing poll.
+ */
+static int sleep_ms(long ms)
 {
 	long end = now_ms() + ms;
 
 	while (!watchdog_fired) {
 		long left = end - now_ms();
-		struct timespec ts;
 
 		if (left <= 0)
 			break;
-		ts.tv_sec = left / 1000;
-		ts.tv_nsec = (left % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
+		if (poll(NULL, 0, (int)left) < 0 && errno != EINTR)
+			return errno;
 	}
+	return 0;
 }
 
 static int write_all(int f, const void *b, size_t n)
@@ -1217,8 +1243,11 @@ static int run_op(struct word *w, int nw, char *err)
 	if (!strcmp(op, "sleep")) {
 		if (nw < 2 || num(w[1].s, &v))
 			goto usage;
-		sleep_ms(v);
-		out("ok");
+		r = sleep_ms(v);
+		if (r)
+			out_ret(-1, r);
+		else
+			out("ok");
 		return 0;
 	}
 	if (!strcmp(op, "kmsg") || !strcmp(op, "console")) {
