@@ -1,0 +1,148 @@
+# shellcheck shell=bash disable=SC2034 # the globals are used by the other modules
+# Shared by every command: paths, messages, the logged step runner, the
+# flavour table and option parsing helpers. Sourced by bin/minitty.
+
+MINITTY_ROOT=${MINITTY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# MINITTY_SANDBOX moves all generated state (used by the tests to try
+# fetch/patch/export from scratch without touching the developer's tree).
+SANDBOX=${MINITTY_SANDBOX:-$MINITTY_ROOT/sandbox}
+PATCHES=${MINITTY_PATCHES:-$MINITTY_ROOT/patches}
+CONFIGS=$MINITTY_ROOT/configs
+LOGS=$SANDBOX/logs
+# MINITTY_RUN_DIR moves the files of the guest of `boot` (the tests use it
+# so as not to disturb a developer's running guest).
+RUN_DIR=${MINITTY_RUN_DIR:-$SANDBOX/run}
+SRC_TARBALL=${MINITTY_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+CROSS=arm-linux-gnueabihf-
+JOBS=${MINITTY_JOBS:-3}
+export CCACHE_DIR=${CCACHE_DIR:-$SANDBOX/ccache}
+
+# Exit codes.
+EX_FAIL=1  # a step failed
+EX_USAGE=2 # bad command line
+
+say() { printf '%s\n' "$*"; }
+# One line per step on the terminal.
+step() { printf '  %-8s %s\n' "$1" "$2"; }
+warn() { printf 'minitty: %s\n' "$*" >&2; }
+die() { warn "$*"; exit "$EX_FAIL"; }
+usage_error() { warn "$*"; exit "$EX_USAGE"; }
+
+# run_logged NAME LOG CMD...: run CMD with all its output in LOG, one line
+# on the terminal; on failure show the log's tail and path, and exit 1.
+run_logged() {
+	local name=$1 log=$2
+	shift 2
+	mkdir -p "$(dirname "$log")"
+	step "$name" "(log: ${log#"$MINITTY_ROOT"/})"
+	if ! "$@" >"$log" 2>&1; then
+		tail -n 25 "$log" | sed 's/^/    /' >&2
+		die "$name failed; full log: $log"
+	fi
+}
+
+# Flavour table: configs/flavours, columns name tree fragments shell meaning.
+flavour_names() {
+	awk '!/^#/ && NF { print $1 }' "$CONFIGS/flavours"
+}
+
+# flavour_field FLAVOUR COLUMN (2=tree, 3=fragments, 4=shell, 5=meaning)
+flavour_field() {
+	awk -v f="$1" -v c="$2" '!/^#/ && $1 == f {
+		if (c == 5) { $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print; }
+		else print $c; exit }' "$CONFIGS/flavours"
+}
+
+check_flavour() {
+	flavour_names | grep -qx -- "$1" ||
+		usage_error "unknown flavour '$1' (known: $(flavour_names | paste -sd' '))"
+}
+
+flavour_tree() { printf '%s/%s\n' "$SANDBOX" "$(flavour_field "$1" 2)"; }
+flavour_build() { printf '%s/build/%s\n' "$SANDBOX" "$1"; }
+
+# flavour_fragments FLAVOUR: the fragment files, one per line, merge order.
+flavour_fragments() {
+	local f
+	for f in $(flavour_field "$1" 3 | tr ',' ' '); do
+		printf '%s/%s.config\n' "$CONFIGS" "$f"
+	done
+}
+
+# Option parsing. Every command declares its options as a table of lines
+# "long|short|ARG-or-empty|help" in <cmd>_options; the parser and the help
+# text both read it, so they cannot drift apart.
+# parse_options CMD ARGS...: sets OPT_<long with - as _>=value (or 1), and
+# ARGS (the rest, after a `--` too).
+declare -a ARGS=()
+parse_options() {
+	local cmd=$1 long short arg found var
+	shift
+	ARGS=()
+	while (($#)); do
+		case $1 in
+		--)
+			shift
+			ARGS+=("$@")
+			break
+			;;
+		-h | --help)
+			"${cmd}_help"
+			exit 0
+			;;
+		-*)
+			found=
+			while IFS='|' read -r long short arg _; do
+				[[ -n $long ]] || continue
+				if [[ $1 == "--$long" || (-n $short && $1 == "-$short") ]]; then
+					found=1
+					var=OPT_${long//-/_}
+					if [[ -n $arg ]]; then
+						(($# >= 2)) || usage_error "$cmd: option $1 needs an argument ($arg)"
+						printf -v "$var" '%s' "$2"
+						shift
+					else
+						printf -v "$var" '%s' 1
+					fi
+					break
+				elif [[ -n $arg && $1 == "--$long="* ]]; then
+					found=1
+					printf -v "OPT_${long//-/_}" '%s' "${1#*=}"
+					break
+				fi
+			done < <("${cmd}_options")
+			[[ -n $found ]] || usage_error "$cmd: unknown option '$1' (see: minitty $cmd --help)"
+			;;
+		*) ARGS+=("$1") ;;
+		esac
+		shift
+	done
+}
+
+# options_help CMD: the option lines of CMD's help, from its table.
+options_help() {
+	local long short arg help left
+	"${1}_options" | while IFS='|' read -r long short arg help; do
+		[[ -n $long ]] || continue
+		left="--$long${arg:+ $arg}"
+		[[ -n $short ]] && left="-$short, $left"
+		printf '  %-22s %s\n' "$left" "$help"
+	done
+	printf '  %-22s %s\n' "-h, --help" "this help"
+}
+
+no_args() {
+	((${#ARGS[@]} == 0)) || usage_error "$1: unexpected argument '${ARGS[0]}'"
+}
+
+# The flavour option shared by several commands.
+FLAVOUR_OPTION="flavour|f|F|kernel flavour (default fulltty; see configs/flavours)"
+flavour_opt() {
+	local f=${OPT_flavour:-fulltty}
+	check_flavour "$f"
+	printf '%s\n' "$f"
+}
+
+need_cmd() {
+	command -v "$1" >/dev/null || die "$2: '$1' not found (run: minitty setup)"
+}

@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# setup: host packages; fetch: the pristine kernel tree.
+
+# Host packages the sandbox needs (Debian names).
+SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf qemu-system-arm
+	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
+	python3 python3-pexpect shellcheck git make gcc libc6-dev openssl file)
+BUSYBOX_PKG=busybox-static:armhf
+
+setup_options() { :; }
+setup_help() {
+	fold -s -w 72 <<EOF | sed 's/ *$//'
+usage: minitty setup
+Install the missing host packages with apt-get (runs apt-get update once when something is missing): ${SETUP_PACKAGES[*]}; and download $BUSYBOX_PKG (after dpkg --add-architecture armhf) into sandbox/busybox/ for the guest's root.
+EOF
+	options_help setup
+}
+
+as_root() {
+	if ((EUID == 0)); then "$@"; else sudo "$@"; fi
+}
+
+busybox_deb() {
+	compgen -G "$SANDBOX/busybox/busybox-static_*_armhf.deb" | head -n 1
+}
+
+# setup_needed: true when setup has something to do.
+setup_needed() {
+	local p
+	for p in "${SETUP_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || return 0
+	done
+	[[ -z $(busybox_deb) ]]
+}
+
+cmd_setup() {
+	parse_options setup "$@"
+	no_args setup
+	setup_host
+}
+
+setup_host() {
+	local p missing=() updated=
+	for p in "${SETUP_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	if ((${#missing[@]})); then
+		step setup "installing: ${missing[*]}"
+		run_logged apt-update "$LOGS/setup-apt.log" as_root apt-get update
+		updated=1
+		run_logged apt-install "$LOGS/setup-apt-install.log" \
+			as_root env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends "${missing[@]}"
+	fi
+	if [[ -z $(busybox_deb) ]]; then
+		mkdir -p "$SANDBOX/busybox"
+		if ! dpkg --print-foreign-architectures | grep -qx armhf; then
+			step setup "adding the armhf architecture"
+			as_root dpkg --add-architecture armhf
+			updated=
+		fi
+		local cached
+		cached=$(compgen -G "/tmp/busybox-static_*_armhf.deb" | head -n 1 || true)
+		if [[ -n $cached ]]; then
+			step setup "busybox for armhf: $cached"
+			cp "$cached" "$SANDBOX/busybox/"
+		else
+			step setup "downloading $BUSYBOX_PKG"
+			[[ -n $updated ]] ||
+				run_logged apt-update "$LOGS/setup-apt.log" as_root apt-get update
+			(cd "$SANDBOX/busybox" && apt-get download "$BUSYBOX_PKG") \
+				>"$LOGS/setup-busybox.log" 2>&1 ||
+				die "setup: apt-get download $BUSYBOX_PKG failed (log: $LOGS/setup-busybox.log)"
+		fi
+		# apt-get download names the file with an url-encoded epoch (1%3a).
+		for p in "$SANDBOX"/busybox/*%3a*.deb; do
+			[[ -e $p ]] && mv "$p" "${p//%3a/_}"
+		done
+	fi
+	step setup "host ready"
+}
+
+fetch_options() { :; }
+fetch_help() {
+	cat <<EOF
+usage: minitty fetch
+Unpack $SRC_TARBALL into sandbox/linux as a git repository
+(branch minitty) whose first commit is the pristine tree, tagged
+'pristine'. Does nothing when the tree already exists.
+EOF
+	options_help fetch
+}
+
+tree_ready() { git -C "$1" rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; }
+
+cmd_fetch() {
+	parse_options fetch "$@"
+	no_args fetch
+	fetch_tree "$SANDBOX/linux"
+}
+
+# fetch_tree DIR: create the pristine tree in DIR unless it is there.
+fetch_tree() {
+	local dir=$1
+	if tree_ready "$dir"; then
+		step fetch "tree present: ${dir#"$MINITTY_ROOT"/} (tag pristine)"
+		return 0
+	fi
+	[[ ! -e $dir ]] || die "fetch: $dir exists but has no 'pristine' tag; move it away first"
+	[[ -f $SRC_TARBALL ]] || setup_host
+	[[ -f $SRC_TARBALL ]] || die "fetch: $SRC_TARBALL missing (package linux-source-6.12)"
+	local tmp=$dir.fetching
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	run_logged unpack "$LOGS/fetch.log" \
+		tar -C "$tmp" --strip-components=1 -xJf "$SRC_TARBALL"
+	run_logged commit "$LOGS/fetch-git.log" fetch_commit "$tmp"
+	mv "$tmp" "$dir"
+}
+
+fetch_commit() {
+	local dir=$1
+	# The Debian tarball's .gitignore ends with a packaging block ('/*',
+	# '!/debian/') that hides the whole tree from git: drop it.
+	# The block is a blank line, '#', '# Debian packaging: ...' and on to
+	# the end of the file.
+	awk '/^# Debian packaging/ { exit } { l[n++] = $0 }
+		END { while (n && (l[n-1] == "" || l[n-1] == "#")) n--
+			for (i = 0; i < n; i++) print l[i] }' "$dir/.gitignore" >"$dir/.gitignore.new"
+	mv "$dir/.gitignore.new" "$dir/.gitignore"
+	git -C "$dir" init -q -b minitty
+	git -C "$dir" add -A
+	git -C "$dir" -c user.name=minitty -c user.email=minitty@localhost \
+		commit -q -m "Linux 6.12 pristine (Debian linux-source-6.12)" -m \
+		"Unpacked from $SRC_TARBALL. Only change: the
+Debian packaging block at the end of .gitignore ('/*' with '!/debian/')
+is dropped so that the tree behaves like an upstream checkout."
+	git -C "$dir" tag pristine
+}

@@ -1,0 +1,124 @@
+# shellcheck shell=bash
+# size, flavours, check, test.
+
+# Not counted by size: the UART driver and earlycon (see the cover letter).
+SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$'
+
+size_options() { echo "$FLAVOUR_OPTION"; }
+size_help() {
+	cat <<EOF
+usage: minitty size [--flavour F]
+${CROSS}size of every object under drivers/tty/ that vmlinux links (read
+from the thin archive drivers/tty/built-in.a), except the UART driver
+(amba-pl011.o) and earlycon.o, with a TOTALS line; then vmlinux.
+Builds F first when it is not built.
+EOF
+	options_help size
+}
+
+# tty_objects OUT: the drivers/tty objects vmlinux links, in table order.
+tty_objects() {
+	local out=$1
+	[[ -f $out/drivers/tty/built-in.a ]] || return 0
+	(cd "$out" && "${CROSS}ar" t drivers/tty/built-in.a) |
+		grep -Ev "$SIZE_EXCLUDE" |
+		awk '{ d = $0; sub(/[^/]*$/, "", d); print d "\t" $0 }' |
+		LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2 | cut -f2
+}
+
+cmd_size() {
+	parse_options size "$@"
+	no_args size
+	local flavour out
+	local -a objs
+	flavour=$(flavour_opt)
+	ensure_built "$flavour" >&2
+	out=$(flavour_build "$flavour")
+	mapfile -t objs < <(tty_objects "$out")
+	say "TTY/serial layer of $flavour (not counted: amba-pl011.o, earlycon.o):"
+	if ((${#objs[@]})); then
+		(cd "$out" && "${CROSS}size" -t "${objs[@]}")
+	else
+		say "  (no object under drivers/tty/)"
+	fi
+	say ""
+	say "vmlinux of $flavour:"
+	(cd "$out" && "${CROSS}size" vmlinux)
+}
+
+flavours_options() {
+	echo "buildable|||only the flavours whose requested options all exist in the tree"
+	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
+}
+flavours_help() {
+	cat <<EOF
+usage: minitty flavours [--buildable] [--shell]
+The flavours of configs/flavours with their fragments and meaning; with
+an option, only their names. --buildable configures each flavour (see
+minitty build --config-only) and keeps those whose config check passes.
+EOF
+	options_help flavours
+}
+
+cmd_flavours() {
+	parse_options flavours "$@"
+	no_args flavours
+	local f
+	if [[ -z ${OPT_buildable:-}${OPT_shell:-} ]]; then
+		for f in $(flavour_names); do
+			printf '%-8s %-16s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
+		done
+		return 0
+	fi
+	for f in $(flavour_names); do
+		[[ -n ${OPT_shell:-} && $(flavour_field "$f" 4) != yes ]] && continue
+		if [[ -n ${OPT_buildable:-} ]]; then
+			ensure_tree "$f" >&2
+			flavour_buildable "$f" || continue
+		fi
+		echo "$f"
+	done
+}
+
+check_options() { :; }
+check_help() {
+	cat <<EOF
+usage: minitty check
+shellcheck bin/minitty and lib/*.sh; the tree's scripts/checkpatch.pl
+--strict on patches/*.patch (not the cover letter). Exit 1 on findings.
+EOF
+	options_help check
+}
+
+cmd_check() {
+	parse_options check "$@"
+	no_args check
+	local rc=0 p
+	need_cmd shellcheck check
+	step shellcheck "bin/minitty lib/*.sh"
+	shellcheck -x "$MINITTY_ROOT/bin/minitty" "$MINITTY_ROOT"/lib/*.sh || rc=1
+	for p in "$PATCHES"/[0-9]*.patch; do
+		[[ -e $p && ${p##*/} != "$COVER" ]] || continue
+		[[ -x $SANDBOX/linux/scripts/checkpatch.pl ]] || fetch_tree "$SANDBOX/linux"
+		step checkpatch "${p##*/}"
+		"$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet --no-signoff "$p" || rc=1
+	done
+	((rc == 0)) || die "check: findings above"
+	step check "clean"
+}
+
+test_options() { :; }
+test_help() {
+	cat <<EOF
+usage: minitty test [SUITE...]
+Run tests/run: every executable in tests/suites/ (or the SUITEs named),
+each printing PASS/FAIL lines; the closing line is 'N passed, N failed'.
+It tests what is built: make test builds first.
+EOF
+	options_help test
+}
+
+cmd_test() {
+	parse_options test "$@"
+	exec "$MINITTY_ROOT/tests/run" "${ARGS[@]}"
+}
