@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# shellcheck shell=bash
+# The one QEMU command line of the project. Sourced by bin/minitty (boot),
+# and run as a script by tests/lib/guest.py:
+#   lib/qemu.sh RUN_DIR FLAVOUR SERIAL_LOG [GDB_WAIT(0|1)] [EXTRA_APPEND]
+# starts a daemonized guest and writes RUN_DIR/{flavour,pid,serial,gdb}.
+# Exit 1 with a message on stderr when QEMU does not start.
+
+QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init"
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND
+qemu_launch() {
+	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-}
+	local sandbox=${MINITTY_SANDBOX:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox}
+	local kernel=$sandbox/build/$flavour/arch/arm/boot/zImage
+	local initrd=$sandbox/rootfs/initramfs.cpio.gz
+	local port try pty
+	local -a stop=()
+	[[ $gdb_wait == 1 ]] && stop=(-S)
+	for f in "$kernel" "$initrd"; do
+		[[ -f $f ]] || { echo "minitty: boot: $f missing" >&2; return 1; }
+	done
+	mkdir -p "$run" "$(dirname "$log")"
+	rm -f "$run/pid" "$run/serial" "$run/gdb" "$run/flavour"
+	for try in 1 2 3; do
+		port=$(free_port)
+		if qemu-system-arm -M virt -cpu cortex-a15 -m 64 -nodefaults \
+			-display none -monitor none -no-reboot \
+			-kernel "$kernel" -initrd "$initrd" \
+			-append "$QEMU_APPEND_BASE${extra:+ $extra}" \
+			-chardev "pty,id=ser0,logfile=$log,logappend=off" \
+			-serial chardev:ser0 \
+			-gdb "tcp:127.0.0.1:$port" "${stop[@]}" \
+			-daemonize -pidfile "$run/pid" >"$run/qemu.err" 2>&1; then
+			break
+		fi
+		# a port taken between free_port and QEMU: try another
+		grep -q 'gdbstub' "$run/qemu.err" && ((try < 3)) && continue
+		echo "minitty: boot: qemu-system-arm failed: $(tr '\n' ' ' <"$run/qemu.err")" >&2
+		return 1
+	done
+	pty=$(sed -n 's|.*char device redirected to \(/dev/pts/[0-9]*\) (label ser0).*|\1|p' "$run/qemu.err")
+	[[ -n $pty ]] || { echo "minitty: boot: no pty in QEMU's messages: $(cat "$run/qemu.err")" >&2; return 1; }
+	echo "$pty" >"$run/serial"
+	echo "127.0.0.1:$port" >"$run/gdb"
+	echo "$flavour" >"$run/flavour"
+	[[ $log == "$run/serial.log" ]] || ln -sf "$log" "$run/serial.log"
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	set -euo pipefail
+	(($# >= 3)) || { echo "usage: $0 RUN_DIR FLAVOUR SERIAL_LOG [GDB_WAIT] [APPEND]" >&2; exit 2; }
+	qemu_launch "$@"
+fi
