@@ -14,7 +14,8 @@ A file holds any number of scenarios.  Lines:
                                        previous send (or the marker), send
                                        DATA, optionally in chunks
     timeout SECONDS                    how long to wait for the report after
-                                       the first sync (default 20)
+                                       the first sync (default 35: mtt's watchdog
+                                       ends a stuck program after 30)
     expect-report-has "TEXT"           the fulltty report contains TEXT;
                                        {input_fnv} and {input_len} stand for
                                        the fnv1a32 (%08x) and length of all
@@ -140,7 +141,7 @@ class Scenario:
         self.desc = ""
         self.prog = []
         self.steps = []
-        self.timeout = 20.0
+        self.timeout = 35.0     # more than mtt's 30 s watchdog
         self.expect = []        # (kind, value)
         self.allow_watchdog = False
 

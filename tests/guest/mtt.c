@@ -53,7 +53,7 @@
  *   icount0 | icount     TIOCGICOUNT baseline / record the delta
  *   echo "TEXT"          record TEXT (a comment in the report)
  *
- * Bad pointers (@PTR): @null, @one ((void *)1), @unmap (an unmapped page),
+ * Bad pointers (@PTR): @null, @one ((void *)1), @unmap (a PROT_NONE page),
  * @kernel (0xc0000000), @ro (a read-only page).
  *
  * mtt catches SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGWINCH,
@@ -82,6 +82,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <asm/termbits.h>
 #include <linux/serial.h>
@@ -399,9 +400,14 @@ static int num(const char *s, long *v)
 {
 	char *e;
 
+	long long ll;
+
 	errno = 0;
-	*v = strtol(s, &e, 0);
-	return errno || !*s || *e ? -1 : 0;
+	ll = strtoll(s, &e, 0);
+	if (errno || !*s || *e || ll < -2147483648LL || ll > 0xffffffffLL)
+		return -1;
+	*v = (long)ll;	/* 0x80000000 and up wrap: fine for ioctl numbers */
+	return 0;
 }
 
 /* ---- termios names ----------------------------------------------------- */
@@ -1179,7 +1185,14 @@ static int run_op(struct word *w, int nw, char *err)
 			FD_SET(fd, &ws);
 		tv.tv_sec = v / 1000;
 		tv.tv_usec = (v % 1000) * 1000;
+		/* _newselect: glibc's select() uses a time64 syscall that
+		 * the tiny kernel lacks (ENOSYS) */
+#ifdef SYS__newselect
+		r = (int)syscall(SYS__newselect, fd + 1, rd ? &rs : NULL,
+				 wr ? &ws : NULL, NULL, &tv);
+#else
 		r = select(fd + 1, rd ? &rs : NULL, wr ? &ws : NULL, NULL, &tv);
+#endif
 		out_ret(r, errno);
 		if (r >= 0)
 			out(" rd=%d wr=%d", rd && FD_ISSET(fd, &rs),
@@ -1383,10 +1396,10 @@ int main(int argc, char **argv)
 		prog = d;
 	}
 
-	bad_unmap = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+	/* a page that stays reserved and inaccessible (a munmap'ed one could
+	 * be reused by a later allocation) */
+	bad_unmap = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
-	if (bad_unmap != MAP_FAILED)
-		munmap(bad_unmap, 4096);
 	bad_ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	install_signals();
