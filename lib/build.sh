@@ -97,7 +97,11 @@ build_config() {
 
 # flavour_buildable FLAVOUR: the requested options exist in the tree.
 flavour_buildable() {
-	build_config "$1" >/dev/null 2>&1
+	local rc=0
+	lock "$(flavour_build "$1").lock"
+	build_config "$1" >/dev/null 2>&1 || rc=$?
+	unlock
+	return "$rc"
 }
 
 cmd_build() {
@@ -112,10 +116,14 @@ build_flavour() {
 	local flavour=$1 config_only=${2:-}
 	ensure_tree "$flavour"
 	say "build $flavour"
+	# Two builds in one output directory would spoil it.
+	lock "$(flavour_build "$flavour").lock"
 	build_config "$flavour" || exit "$EX_FAIL"
-	[[ -z $config_only ]] || return 0
-	run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" zImage vmlinux scripts_gdb
-	step "done" "$(flavour_build "$flavour")/arch/arm/boot/zImage"
+	if [[ -z $config_only ]]; then
+		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" zImage vmlinux scripts_gdb
+		step "done" "$(flavour_build "$flavour")/arch/arm/boot/zImage"
+	fi
+	unlock
 }
 
 # ensure_tree FLAVOUR: fetch and patch when the tree is not there yet.

@@ -143,6 +143,22 @@ flavour_opt() {
 	printf '%s\n' "$f"
 }
 
+# lock FILE: hold an exclusive lock on FILE (waiting for it, saying so)
+# until unlock or the end of the process; sets LOCK_FD.
+LOCK_FD=
+lock() {
+	mkdir -p "$(dirname "$1")"
+	exec {LOCK_FD}>"$1"
+	if ! flock -n "$LOCK_FD"; then
+		step wait "for another minitty using ${1#"$MINITTY_ROOT"/}"
+		flock "$LOCK_FD"
+	fi
+}
+unlock() {
+	[[ -z $LOCK_FD ]] || exec {LOCK_FD}>&-
+	LOCK_FD=
+}
+
 need_cmd() {
 	command -v "$1" >/dev/null || die "$2: '$1' not found (run: minitty setup)"
 }

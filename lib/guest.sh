@@ -195,7 +195,9 @@ cmd_debug() {
 	if [[ -t 0 ]]; then
 		exec gdb-multiarch -q -x "$init"
 	fi
-	gdb-multiarch -q -batch -x "$init" -x /dev/stdin -ex detach
+	# gdb cannot source a pipe: keep stdin's commands in a file.
+	cat >"$RUN_DIR/gdb-stdin"
+	gdb-multiarch -q -batch -x "$init" -x "$RUN_DIR/gdb-stdin" -ex detach
 }
 
 run_options() {

@@ -46,14 +46,17 @@ build_rootfs() {
 	[[ -n $(busybox_deb) ]] || setup_host
 	need_cmd "${CROSS}gcc" rootfs
 	local key
+	lock "$ROOTFS.lock"
 	key=$(rootfs_key)
 	if [[ -f $INITRAMFS && $(cat "$ROOTFS/key" 2>/dev/null) == "$key" ]]; then
 		step rootfs "unchanged: ${INITRAMFS#"$MINITTY_ROOT"/}"
+		unlock
 		return 0
 	fi
 	say "rootfs"
 	run_logged rootfs "$LOGS/rootfs.log" make_rootfs
 	echo "$key" >"$ROOTFS/key"
+	unlock
 	step "done" "${INITRAMFS#"$MINITTY_ROOT"/}"
 }
 
