@@ -1,0 +1,34 @@
+# The project's entry points; bin/minitty does the work.
+MINITTY := bin/minitty
+
+.PHONY: test check build rootfs setup
+
+# Cold: setup, fetch, patch, build of every flavour that can be built and
+# boots a shell, rootfs, then the suites. Warm: only what changed.
+test: setup
+	@set -e; flavours=$$($(MINITTY) flavours --buildable --shell); \
+	for f in $$($(MINITTY) flavours --shell); do \
+		case " $$(echo $$flavours) " in \
+		*" $$f "*) $(MINITTY) build --flavour $$f ;; \
+		*) echo "make test: $$f cannot be built from this tree (its config options are missing): not tested" ;; \
+		esac; \
+	done; \
+	$(MINITTY) rootfs; \
+	MINITTY_FLAVOURS="$$(echo $$flavours)" tests/run
+
+setup:
+	@$(MINITTY) setup
+
+build:
+	@$(MINITTY) build
+
+rootfs:
+	@$(MINITTY) rootfs
+
+check:
+	@$(MINITTY) check
+
+# The README's command reference, from the help text.
+.PHONY: readme
+readme:
+	@tests/lib/readme.py
