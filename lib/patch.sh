@@ -88,6 +88,7 @@ patch_tree() {
 	local rest=("${files[@]:i}")
 	step patch "applying ${#rest[@]} patch(es) onto $(git -C "$tree" describe --tags --always)"
 	git_id "$tree"
+	mkdir -p "$LOGS"
 	if ! git -C "$tree" am --no-3way -q "${rest[@]/#/$PATCHES/}" >"$LOGS/patch.log" 2>&1; then
 		local next
 		next=$(cat "$tree/.git/rebase-apply/next" 2>/dev/null || echo 1)
@@ -96,7 +97,7 @@ patch_tree() {
 		die "patch: ${rest[next - 1]} does not apply; tree left as it was (log: $LOGS/patch.log)"
 	fi
 	set_description "$tree"
-	step patch "applied: ${rest[*]}"
+	step patch "applied ${#rest[@]} patch(es): now at '$(git -C "$tree" log -1 --format=%s)'"
 }
 
 # cover_description FILE: subject, blank line, blurb of a cover letter.

@@ -4,7 +4,7 @@
 # Host packages the sandbox needs (Debian names).
 SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf qemu-system-arm
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
-	python3 python3-pexpect shellcheck git make gcc libc6-dev openssl file)
+	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils)
 BUSYBOX_PKG=busybox-static:armhf
 
 setup_options() { :; }
@@ -22,15 +22,6 @@ as_root() {
 
 busybox_deb() {
 	compgen -G "$SANDBOX/busybox/busybox-static_*_armhf.deb" | head -n 1
-}
-
-# setup_needed: true when setup has something to do.
-setup_needed() {
-	local p
-	for p in "${SETUP_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || return 0
-	done
-	[[ -z $(busybox_deb) ]]
 }
 
 cmd_setup() {
