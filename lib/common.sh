@@ -150,7 +150,7 @@ lock() {
 	mkdir -p "$(dirname "$1")"
 	exec {LOCK_FD}>"$1"
 	if ! flock -n "$LOCK_FD"; then
-		step wait "for another minitty using ${1#"$MINITTY_ROOT"/}"
+		step wait "for another minitty using ${1#"$MINITTY_ROOT"/}" >&2
 		flock "$LOCK_FD"
 	fi
 }
