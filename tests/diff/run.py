@@ -313,10 +313,13 @@ def esc(b):
     return "".join(out)
 
 
+NAMES = ["fulltty", "minitty"]     # the column titles (set by main)
+
+
 def side_by_side(title, left, right, width=58):
     """Lines of two columns; left/right are lists of text lines."""
     lines = ["    %s" % title,
-             "    %-*s | %s" % (width, "fulltty", "minitty")]
+             "    %-*s | %s" % (width, NAMES[0], NAMES[1])]
     n = max(len(left), len(right))
     for i in range(n):
         a = left[i] if i < len(left) else ""
@@ -421,6 +424,10 @@ def main():
                     help="compare the saved sandbox/logs/diff-*.json")
     ap.add_argument("--no-build", action="store_true",
                     help="never run bin/minitty build/rootfs")
+    ap.add_argument("--save-as", metavar="LABEL",
+                    help="save the results of the one flavour run as "
+                    "sandbox/logs/diff-LABEL.json (e.g. to compare two runs "
+                    "of fulltty: --compare-only --flavours fulltty,LABEL)")
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     VERBOSE = args.verbose
@@ -462,14 +469,19 @@ def main():
             not_run[fl] = why
             continue
         results[fl] = run_flavour(fl, scens)
+        if args.save_as:
+            results[fl]["flavour"] = args.save_as
         save(results[fl])
 
-    ref = results.get("fulltty")
-    if "fulltty" in flavours:
-        if ref is None:
-            check(False, "diff-boot:fulltty", [not_run.get("fulltty", "not run")])
-        elif not ref["boot"].startswith("ok"):
-            check(False, "diff-boot:fulltty", [ref["boot"]])
+    # the first flavour is the oracle, the second the one compared with it
+    oracle = flavours[0] if flavours else "fulltty"
+    second = flavours[1] if len(flavours) > 1 else "minitty"
+    ref = results.get(oracle)
+    NAMES[:] = [oracle, second]
+    if ref is None:
+        check(False, "diff-boot:%s" % oracle, [not_run.get(oracle, "not run")])
+    elif not ref["boot"].startswith(("ok", "rebooted")):
+        check(False, "diff-boot:%s" % oracle, [ref["boot"]])
     # oracle self-checks
     if ref is not None:
         for sc in scens:
@@ -477,20 +489,21 @@ def main():
             p = oracle_problems(sc, r)
             details = list(p)
             if p and r is not None:
-                details += side_by_side("report (fulltty only)",
+                details += side_by_side("report (%s only)" % oracle,
                                         r.get("report", "").splitlines(), [])
-                details += side_by_side("stream (fulltty only)",
+                details += side_by_side("stream (%s only)" % oracle,
                                         stream_lines(r.get("stream", b"")[:1500]), [])
             check(not p, "diff-oracle:%s" % sc.name, details)
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 
     # comparisons
-    other = results.get("minitty")
-    if "minitty" in flavours and other is None:
-        print("# minitty comparison not run: %s" % not_run.get("minitty", "?"))
-    elif other is not None and not other["boot"].startswith(("ok", "rebooted")):
-        check(False, "diff-boot:minitty", [other["boot"]])
+    other = results.get(second)
+    if other is None:
+        print("diff: the %s comparison was not run: %s" % (second, not_run.get(
+            second, "%s is not among the flavours tested" % second)))
+    elif not other["boot"].startswith(("ok", "rebooted")):
+        check(False, "diff-boot:%s" % second, [other["boot"]])
     if ref is not None and other is not None:
         for sc in scens:
             a = ref["scenarios"].get(sc.name)
@@ -498,13 +511,13 @@ def main():
             name = "diff:%s" % sc.name
             if a is None or b is None:
                 check(False, name, ["not run on %s" %
-                                    ("fulltty" if a is None else "minitty")])
+                                    (oracle if a is None else second)])
                 continue
             if b.get("panic"):
-                check(False, name, ["minitty kernel problem: %s" % b["panic"]])
+                check(False, name, ["%s kernel problem: %s" % (second, b["panic"])])
                 continue
             if b["status"] in ("dead", "timeout") and a["status"] == "ok":
-                extra = ["minitty: %s (%s)" % (b["status"], "; ".join(b["notes"]))]
+                extra = ["%s: %s (%s)" % (second, b["status"], "; ".join(b["notes"]))]
                 extra += side_by_side("transcript", stream_lines(a.get("transcript", b"")[-1500:]),
                                       stream_lines(b.get("transcript", b"")[-1500:]))
                 check(False, name, extra)
@@ -519,7 +532,8 @@ def main():
                 details.append(sc.desc)
             details.append("prog: %s" % sc.program)
             if a["status"] != b["status"]:
-                details.append("status: fulltty %s, minitty %s" % (a["status"], b["status"]))
+                details.append("status: %s %s, %s %s" % (oracle, a["status"],
+                                                         second, b["status"]))
             if a["report"] != b["report"]:
                 details += side_by_side("report", a["report"].splitlines(),
                                         b["report"].splitlines())
