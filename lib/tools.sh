@@ -66,7 +66,7 @@ cmd_flavours() {
 	local f
 	if [[ -z ${OPT_buildable:-}${OPT_shell:-} ]]; then
 		for f in $(flavour_names); do
-			printf '%-8s %-16s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
+			printf '%-14s %-20s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
 		done
 		return 0
 	fi
