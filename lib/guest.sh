@@ -59,12 +59,19 @@ cmd_boot() {
 	say "boot $flavour: pid $(cat "$RUN_DIR/pid"), serial $(cat "$RUN_DIR/serial"), gdb $(cat "$RUN_DIR/gdb")"
 	if [[ -n ${OPT_gdb_wait:-} ]]; then
 		say "  the CPU waits for gdb: minitty debug (then 'continue')"
-	elif [[ -n ${OPT_no_attach:-} || ! -t 0 ]]; then
+	else
 		python3 "$GUEST_PY" wait-boot --log "$log" --pid "$(cat "$RUN_DIR/pid")" ||
 			exit "$EX_FAIL"
 		say "  booted (serial log: ${log#"$MINITTY_ROOT"/})"
 	fi
 	if [[ -z ${OPT_no_attach:-} && -t 0 ]]; then
+		# What the guest said before picocom was there (the pty drops it).
+		# (Without the shell's cursor position queries: the terminal would
+		# answer them into picocom.)
+		if [[ -z ${OPT_gdb_wait:-} ]]; then
+			tr -d '\r' <"$log" | sed 's/\x1b\[6n//g'
+			echo
+		fi
 		console_attach
 	fi
 }
