@@ -15,6 +15,9 @@ RUN_DIR=${MINITTY_RUN_DIR:-$SANDBOX/run}
 SRC_TARBALL=${MINITTY_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 CROSS=arm-linux-gnueabihf-
 JOBS=${MINITTY_JOBS:-3}
+# The project's Python is Debian's (python3-pexpect, python3-ply...), not
+# whatever python3 comes first on PATH.
+PYTHON=/usr/bin/python3
 export CCACHE_DIR=${CCACHE_DIR:-$SANDBOX/ccache}
 
 # Exit codes.

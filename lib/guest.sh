@@ -60,7 +60,7 @@ cmd_boot() {
 	if [[ -n ${OPT_gdb_wait:-} ]]; then
 		say "  the CPU waits for gdb: minitty debug (then 'continue')"
 	else
-		python3 "$GUEST_PY" wait-boot --log "$log" --pid "$(cat "$RUN_DIR/pid")" ||
+		"$PYTHON" "$GUEST_PY" wait-boot --log "$log" --pid "$(cat "$RUN_DIR/pid")" ||
 			exit "$EX_FAIL"
 		say "  booted (serial log: ${log#"$MINITTY_ROOT"/})"
 	fi
@@ -231,5 +231,5 @@ cmd_run() {
 	guest_prepare "$flavour" >&2
 	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}")
 	[[ -n ${OPT_login:-} ]] && opts+=(--login)
-	exec python3 "$GUEST_PY" run "${opts[@]}" -- "${ARGS[*]}"
+	exec "$PYTHON" "$GUEST_PY" run "${opts[@]}" -- "${ARGS[*]}"
 }

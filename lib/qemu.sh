@@ -9,7 +9,7 @@
 QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init"
 
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND

@@ -4,7 +4,8 @@
 # Host packages the sandbox needs (Debian names).
 SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf qemu-system-arm
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
-	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils)
+	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils
+	python3-ply python3-git)
 BUSYBOX_PKG=busybox-static:armhf
 
 setup_options() { :; }
@@ -38,9 +39,9 @@ setup_host() {
 	done
 	if ((${#missing[@]})); then
 		step setup "installing: ${missing[*]}"
-		run_logged apt-update "$LOGS/setup-apt.log" as_root apt-get update
+		run_logged update "$LOGS/setup-apt.log" as_root apt-get update
 		updated=1
-		run_logged apt-install "$LOGS/setup-apt-install.log" \
+		run_logged install "$LOGS/setup-apt-install.log" \
 			as_root env DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y --no-install-recommends "${missing[@]}"
 	fi
@@ -59,7 +60,7 @@ setup_host() {
 		else
 			step setup "downloading $BUSYBOX_PKG"
 			[[ -n $updated ]] ||
-				run_logged apt-update "$LOGS/setup-apt.log" as_root apt-get update
+				run_logged update "$LOGS/setup-apt.log" as_root apt-get update
 			(cd "$SANDBOX/busybox" && apt-get download "$BUSYBOX_PKG") \
 				>"$LOGS/setup-busybox.log" 2>&1 ||
 				die "setup: apt-get download $BUSYBOX_PKG failed (log: $LOGS/setup-busybox.log)"
