@@ -65,6 +65,9 @@ patch_tree() {
 		[[ -f $PATCHES/$f ]] || die "patch: $f is in patches/series but not in patches/"
 		want+=("$(file_patch_id "$PATCHES/$f")")
 	done
+	if [[ -d $tree/.git/rebase-apply || -d $tree/.git/rebase-merge ]]; then
+		die "patch: a rebase or git am is in progress in ${tree#"$MINITTY_ROOT"/}; nothing done"
+	fi
 	mapfile -t have < <(tree_patch_ids "$tree")
 	n=${#have[@]}
 	for ((i = 0; i < n && i < ${#want[@]}; i++)); do

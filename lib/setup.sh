@@ -122,7 +122,8 @@ fetch_commit() {
 			for (i = 0; i < n; i++) print l[i] }' "$dir/.gitignore" >"$dir/.gitignore.new"
 	mv "$dir/.gitignore.new" "$dir/.gitignore"
 	git -C "$dir" init -q -b minitty
-	git -C "$dir" add -A
+	# 80,000 files: the fastest zlib level halves the time of the add.
+	git -C "$dir" -c core.looseCompression=1 add -A
 	git -C "$dir" -c user.name=minitty -c user.email=minitty@localhost \
 		commit -q -m "Linux 6.12 pristine (Debian linux-source-6.12)" -m \
 		"Unpacked from $SRC_TARBALL. Only change: the
