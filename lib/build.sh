@@ -114,6 +114,7 @@ cmd_build() {
 
 build_flavour() {
 	local flavour=$1 config_only=${2:-}
+	setup_host quiet
 	ensure_tree "$flavour"
 	say "build $flavour"
 	# Two builds in one output directory would spoil it.

@@ -43,7 +43,7 @@ rootfs_key() {
 }
 
 build_rootfs() {
-	[[ -n $(busybox_deb) ]] || setup_host
+	setup_host quiet
 	need_cmd "${CROSS}gcc" rootfs
 	local key
 	lock "$ROOTFS.lock"

@@ -28,15 +28,22 @@ busybox_deb() {
 cmd_setup() {
 	parse_options setup "$@"
 	no_args setup
-	setup_host
+	setup_host loud
 }
 
+# setup_host quiet|loud: install what is missing; quiet says nothing when
+# nothing is (build and rootfs call it, so that `boot` alone is enough).
 setup_host() {
-	local p missing=() updated=
+	local mode=$1 p missing=() updated=
+	local -A have=()
+	while read -r p; do
+		have[$p]=1
+	done < <(dpkg-query -W -f='${Package} ${Status}\n' "${SETUP_PACKAGES[@]%%:*}" 2>/dev/null |
+		awk '/ ok installed$/ { print $1 }')
 	for p in "${SETUP_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-			missing+=("$p")
+		[[ -n ${have[$p]:-} ]] || missing+=("$p")
 	done
+	[[ $mode == quiet && ${#missing[@]} -eq 0 && -n $(busybox_deb) ]] && return 0
 	if ((${#missing[@]})); then
 		step setup "installing: ${missing[*]}"
 		run_logged update "$LOGS/setup-apt.log" as_root apt-get update
@@ -100,7 +107,7 @@ fetch_tree() {
 		return 0
 	fi
 	[[ ! -e $dir ]] || die "fetch: $dir exists but has no 'pristine' tag; move it away first"
-	[[ -f $SRC_TARBALL ]] || setup_host
+	[[ -f $SRC_TARBALL ]] || setup_host loud
 	[[ -f $SRC_TARBALL ]] || die "fetch: $SRC_TARBALL missing (package linux-source-6.12)"
 	local tmp=$dir.fetching
 	rm -rf "$tmp"
