@@ -21,6 +21,12 @@ kmake() {
 	local flavour=$1 cc=${CROSS}gcc
 	shift
 	command -v ccache >/dev/null && cc="ccache ${CROSS}gcc"
+	# Let the flavours share cached objects: they differ in few files, but
+	# by default ccache keys -g objects on the build directory. The sources
+	# are named by absolute paths (O= is not below the tree), so only
+	# DW_AT_comp_dir may name another flavour's directory. (No
+	# CCACHE_BASEDIR: rewritten paths would change __FILE__ and the sizes.)
+	export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 	make -C "$(flavour_tree "$flavour")" O="$(flavour_build "$flavour")" \
 		ARCH=arm CROSS_COMPILE="$CROSS" CC="$cc" -j"$JOBS" "$@"
 }
