@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# bench: size, memory and speed of minitty against the full TTY layer.
+
+BENCH_PY=$MINITTY_ROOT/tests/bench/bench.py
+# What the bench compares, and what it builds for that.
+BENCH_FLAVOURS=(fulltty minitty notty bench-fulltty bench-minitty)
+
+bench_options() {
+	echo "quick|q||one run each, 128 KiB transfers, 50 keystrokes (make test runs this)"
+	echo "runs|r|N|alternating runs per flavour (default 5)"
+	echo "out|o|DIR|report directory (default sandbox/bench; --quick: sandbox/bench/quick)"
+}
+bench_help() {
+	cat <<EOF
+usage: minitty bench [--quick] [--runs N] [--out DIR]
+Compare minitty with fulltty, built from the same tree, and write
+DIR/report.md, DIR/summary.md (its summary table), DIR/results.json
+(every raw figure), DIR/sizes.svg (size per object, both flavours) and
+DIR/bloat-o-meter.txt:
+  size     bin/minitty size of fulltty, minitty and notty (CONFIG_TTY=n, no
+           serial: what the serial console costs on top of nothing),
+           scripts/bloat-o-meter fulltty -> minitty, vmlinux and zImage;
+  memory   MemFree after boot to a shell; slab, vmalloc and pages that
+           opening ttyAMA0 allocates, from /proc/meminfo, /proc/slabinfo and
+           /proc/vmallocinfo in bench-fulltty and bench-minitty guests
+           (configs/bench.config) whose PID 1 is tests/bench/meminit.sh;
+  speed    N alternating boots (fulltty minitty fulltty ...), medians of:
+           boot to the first prompt, 1 MiB host to guest and guest to host
+           in raw mode (bytes lost and md5 checked), echo round trip of one
+           keystroke in canonical mode (200), a 200-line canonical read.
+Builds what is missing first (as bin/minitty build and rootfs would).
+Exit 1 when a transfer lost or changed bytes, a guest failed, or a serial
+log has Oops, BUG, WARNING or Kernel panic. No timing is a pass/fail
+criterion: the figures depend on the machine and its load (both noted).
+EOF
+	options_help bench
+}
+
+cmd_bench() {
+	parse_options bench "$@"
+	no_args bench
+	local runs=${OPT_runs:-5} out f
+	local -a args=()
+	[[ $runs =~ ^[1-9][0-9]*$ ]] || usage_error "bench: --runs needs a positive number, not '$runs'"
+	if [[ -n ${OPT_quick:-} ]]; then
+		out=${OPT_out:-$SANDBOX/bench/quick}
+		args+=(--quick)
+	else
+		out=${OPT_out:-$SANDBOX/bench}
+	fi
+	need_cmd python3 bench
+	for f in "${BENCH_FLAVOURS[@]}"; do
+		check_flavour "$f"
+		ensure_built "$f"
+	done
+	build_rootfs >/dev/null
+	gen_init_cpio >/dev/null
+	mkdir -p "$out"
+	say "bench${OPT_quick:+ --quick}: report in ${out#"$MINITTY_ROOT"/}"
+	python3 "$BENCH_PY" --out "$out" --runs "$runs" "${args[@]}" \
+		--cmdline "bin/minitty bench${*:+ $*}" ||
+		die "bench: failed (see ${out#"$MINITTY_ROOT"/}/report.md)"
+	step "done" "${out#"$MINITTY_ROOT"/}/report.md"
+}
