@@ -236,12 +236,16 @@ class Target:
         return out
 
     def serial_log_problems(self):
-        """Problem lines of the serial log (Guest.log_problems's words,
-        but with the kernel's colons, so that test data cannot match)."""
+        """Problem lines of the serial log: Guest.log_problems() when
+        booted through it, and a scan for the kernel's own forms (Oops:,
+        BUG:, WARNING:, Kernel panic)."""
+        found = []
+        if self.guest is not None:
+            found += self.guest.log_problems()
         if self.serial_log and os.path.exists(self.serial_log):
             with open(self.serial_log, "rb") as f:
                 data = f.read()
-            return [m.group(0).decode("latin-1") for m in
-                    re.finditer(rb"[^\n]*(?:Oops:|BUG:|WARNING:|Kernel panic)[^\n]*",
-                                data)]
-        return []
+            found += [m.group(0).decode("latin-1").strip() for m in
+                      re.finditer(rb"[^\n]*(?:Oops:|BUG:|WARNING:|Kernel panic)[^\n]*",
+                                  data)]
+        return found
