@@ -228,6 +228,8 @@ cmd_run() {
 	((${#ARGS[@]})) || usage_error "run: no command (usage: minitty run [--flavour F] -- 'CMD')"
 	local flavour
 	flavour=$(flavour_opt)
+	[[ $(flavour_field "$flavour" 4) != no ]] ||
+		usage_error "run: flavour $flavour has no shell on the serial port (configs/flavours)"
 	guest_prepare "$flavour" >&2
 	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}")
 	[[ -n ${OPT_login:-} ]] && opts+=(--login)
