@@ -18,6 +18,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +34,7 @@ CROSS = "arm-linux-gnueabihf-"
 A, B = "fulltty", "minitty"          # the two flavours compared
 NOTHING = "notty"                    # CONFIG_TTY=n, no serial at all
 MEM = {A: "bench-" + A, B: "bench-" + B}
+PAGE_KB = 4
 
 
 def log(msg):
@@ -78,6 +80,11 @@ def parse_size(text):
     return objs, totals, vml
 
 
+NM_WRAPPER = f"""#!/bin/sh
+{CROSS}nm "$@" | awk 'NF == 3 || !/^[0-9a-f]+ [a-zA-Z] *$/'
+"""
+
+
 def sizes():
     res = {}
     for f in (A, B, NOTHING):
@@ -86,9 +93,17 @@ def sizes():
         zimage = os.path.getsize(os.path.join(build_dir(f), "arch/arm/boot/zImage"))
         res[f] = {"table": text, "objects": objs, "totals": totals,
                   "vmlinux": vml, "zimage_bytes": zimage}
-    bloat = sh(os.path.join(SANDBOX, "linux", "scripts", "bloat-o-meter"),
-               "-p", CROSS, os.path.join(build_dir(A), "vmlinux"),
-               os.path.join(build_dir(B), "vmlinux"))
+    # bloat-o-meter runs "PREFIXnm --size-sort" and dies on the nameless
+    # symbols of this Thumb-2 vmlinux ("00000004 t "): give it an nm that
+    # drops the lines without a name.
+    with tempfile.TemporaryDirectory(prefix="minitty-bench-nm-") as tmp:
+        wrapper = os.path.join(tmp, CROSS + "nm")
+        with open(wrapper, "w") as f:
+            f.write(NM_WRAPPER)
+        os.chmod(wrapper, 0o755)
+        bloat = sh(os.path.join(SANDBOX, "linux", "scripts", "bloat-o-meter"),
+                   "-p", os.path.join(tmp, CROSS), os.path.join(build_dir(A), "vmlinux"),
+                   os.path.join(build_dir(B), "vmlinux"))
     m = re.search(r"add/remove: (\d+)/(\d+) grow/shrink: (\d+)/(\d+) up/down: (-?\d+)/(-?\d+) \(([-+]?\d+)\)", bloat)
     res["bloat_o_meter"] = {"output": bloat,
                             "summary": m.group(0) if m else bloat.splitlines()[0],
@@ -102,49 +117,59 @@ def snap_sum(s):
 
 
 def mem_analysis(run):
-    """Deltas of each open-port snapshot against the mean of the closed
-    snapshots before and after it, then the median over the cycles."""
+    """Deltas of each open-port snapshot against the closed snapshots
+    before and after it, interpolated to its place in the sequence (the
+    snapshots are taken closed, open, traffic, closed: the shell's own
+    memory grows a little with each), then the median over the cycles."""
     snaps = run["snapshots"]
     closed = {s["cycle"]: s for s in snaps if s["tag"] == "closed"}
     out = {}
-    for tag in ("open", "traffic"):
+    for tag, w in (("open", 1 / 3), ("traffic", 2 / 3)):
         per = []
         for s in (x for x in snaps if x["tag"] == tag):
             c0, c1 = closed[s["cycle"]], closed[s["cycle"] + 1]
 
             def dm(k, s=s, c0=c0, c1=c1):
-                return s["meminfo"].get(k, 0) - (c0["meminfo"].get(k, 0) + c1["meminfo"].get(k, 0)) / 2
+                g = (lambda x: x["meminfo"].get(k, 0))
+                return g(s) - ((1 - w) * g(c0) + w * g(c1))
             caches = {}
             for name, (a, z) in s["slab"].items():
                 a0 = c0["slab"].get(name, (0, z))[0]
                 a1 = c1["slab"].get(name, (0, z))[0]
-                dd = (a - (a0 + a1) / 2) * z
-                if dd:
+                dd = (a - ((1 - w) * a0 + w * a1)) * z
+                if abs(dd) >= 1:
                     caches[name] = dd
-            slab_b = snap_sum(s) - (snap_sum(c0) + snap_sum(c1)) / 2
+            slab_b = snap_sum(s) - ((1 - w) * snap_sum(c0) + w * snap_sum(c1))
             vm_kb = dm("VmallocUsed")
-            free_kb = dm("MemFree")
+            # free pages = MemFree + the per-CPU free lists (4 KiB pages)
+            free_kb = dm("MemFree") + PAGE_KB * dm("pcp_pages")
+            # what the shell and its children hold, not the kernel's
+            user_kb = dm("AnonPages") + dm("PageTables") + dm("KernelStack")
             slabpages_kb = dm("Slab")
+            kernel_kb = -free_kb - user_kb
             per.append({"slab_object_bytes": slab_b, "caches": caches,
                         "vmalloc_kb": vm_kb, "vmap_areas": dm("vmap_areas"),
-                        "memfree_kb": free_kb, "slab_pages_kb": slabpages_kb,
-                        "other_pages_kb": -free_kb - slabpages_kb - vm_kb,
+                        "memfree_kb": free_kb, "user_kb": user_kb,
+                        "kernel_kb": kernel_kb, "slab_pages_kb": slabpages_kb,
+                        "other_pages_kb": kernel_kb - slabpages_kb - vm_kb,
                         "got": s.get("got")})
         if not per:
             continue
         med = {k: statistics.median(p[k] for p in per)
                for k in ("slab_object_bytes", "vmalloc_kb", "vmap_areas", "memfree_kb",
-                         "slab_pages_kb", "other_pages_kb")}
+                         "user_kb", "kernel_kb", "slab_pages_kb", "other_pages_kb")}
         names = sorted({n for p in per for n in p["caches"]})
         med["caches"] = {n: statistics.median(p["caches"].get(n, 0) for p in per) for n in names}
-        med["caches"] = {n: v for n, v in med["caches"].items() if v}
+        med["caches"] = {n: v for n, v in med["caches"].items() if abs(v) >= 1}
         med["cycles"] = per
         out[tag] = med
     cl = [closed[k] for k in sorted(closed)]
+    def free(x):
+        return x["meminfo"]["MemFree"] + PAGE_KB * x["meminfo"].get("pcp_pages", 0)
     out["closed_drift"] = {
-        "memfree_kb": cl[-1]["meminfo"]["MemFree"] - cl[0]["meminfo"]["MemFree"],
+        "memfree_kb": free(cl[-1]) - free(cl[0]),
         "slab_object_bytes": snap_sum(cl[-1]) - snap_sum(cl[0])}
-    out["closed"] = {"MemFree_kb": cl[0]["meminfo"].get("MemFree"),
+    out["closed"] = {"MemFree_kb": free(cl[0]),
                      "Slab_kb": cl[0]["meminfo"].get("Slab"),
                      "VmallocUsed_kb": cl[0]["meminfo"].get("VmallocUsed"),
                      "slab_object_bytes": snap_sum(cl[0])}
@@ -179,6 +204,8 @@ def speed_summary(runs):
                           for r in rs),
             "memfree_kb": statistics.median(r["meminfo_after_boot"]["MemFree"] for r in rs),
             "memtotal_kb": statistics.median(r["meminfo_after_boot"]["MemTotal"] for r in rs),
+            "free_pcp_kb": statistics.median(r["meminfo_after_boot"]["MemFree"] + PAGE_KB *
+                                             r["meminfo_after_boot"].get("pcp_pages", 0) for r in rs),
             "slab_kb": statistics.median(r["meminfo_after_boot"].get("Slab", 0) for r in rs),
             "vmalloc_kb": statistics.median(r["meminfo_after_boot"].get("VmallocUsed", 0) for r in rs),
         }
@@ -241,6 +268,11 @@ def ratio(b, a):
     return b / a if a else float("nan")
 
 
+def rstr(b, a):
+    """B / A to 3 decimals, '-' when A is 0."""
+    return f"{b / a:.3f}" if a else "-"
+
+
 def fmt(n):
     return f"{n:,.0f}" if isinstance(n, (int, float)) else str(n)
 
@@ -249,28 +281,31 @@ def summary_rows(res):
     sz, sp, mem = res["sizes"], res["speed"], res["memory"]
     rows = []
     ta, tb = sz[A]["totals"]["dec"], sz[B]["totals"]["dec"]
-    rows.append(("TTY/serial layer, dec bytes (`bin/minitty size`)", fmt(ta), fmt(tb), f"{ratio(tb, ta):.3f}"))
+    rows.append(("TTY/serial layer, dec bytes (`bin/minitty size`)", fmt(ta), fmt(tb), rstr(tb, ta)))
     va, vb = sz[A]["vmlinux"]["dec"], sz[B]["vmlinux"]["dec"]
-    rows.append(("vmlinux text+data+bss, bytes", fmt(va), fmt(vb), f"{ratio(vb, va):.3f}"))
+    rows.append(("vmlinux text+data+bss, bytes", fmt(va), fmt(vb), rstr(vb, va)))
     vn = sz[NOTHING]["vmlinux"]["dec"]
     rows.append((f"serial console cost over `{NOTHING}`, vmlinux bytes", fmt(va - vn), fmt(vb - vn),
-                 f"{ratio(vb - vn, va - vn):.3f}"))
+                 rstr(vb - vn, va - vn)))
     za, zb = sz[A]["zimage_bytes"], sz[B]["zimage_bytes"]
-    rows.append(("zImage, bytes", fmt(za), fmt(zb), f"{ratio(zb, za):.3f}"))
+    rows.append(("zImage, bytes", fmt(za), fmt(zb), rstr(zb, za)))
     zn = sz[NOTHING]["zimage_bytes"]
     rows.append((f"serial console cost over `{NOTHING}`, zImage bytes", fmt(za - zn), fmt(zb - zn),
-                 f"{ratio(zb - zn, za - zn):.3f}"))
-    if mem:
-        for tag, what in (("open", "open port, idle"), ("traffic", "open port after one line in and out")):
-            if tag in mem[A] and tag in mem[B]:
-                def tot(m):
-                    return m["slab_object_bytes"] + 1024 * (m["vmalloc_kb"] + m["other_pages_kb"])
-                xa, xb = tot(mem[A][tag]), tot(mem[B][tag])
-                rows.append((f"allocated for an {what}: slab objects + vmalloc + pages, bytes",
-                             fmt(xa), fmt(xb), f"{ratio(xb, xa):.3f}"))
+                 rstr(zb - zn, za - zn)))
+    if mem and "traffic" in mem[A] and "traffic" in mem[B]:
+        ma, mb = mem[A]["traffic"], mem[B]["traffic"]
+        what = "open port (after a line in and out)"
+        rows.append((f"{what}: slab objects, bytes", fmt(ma["slab_object_bytes"]),
+                     fmt(mb["slab_object_bytes"]),
+                     rstr(mb['slab_object_bytes'], ma['slab_object_bytes'])))
+        rows.append((f"{what}: vmalloc (VmallocUsed), kB", fmt(ma["vmalloc_kb"]),
+                     fmt(mb["vmalloc_kb"]), rstr(mb['vmalloc_kb'], ma['vmalloc_kb'])))
+        rows.append((f"{what}: kernel memory (slab + vmalloc + pages), kB",
+                     fmt(ma["kernel_kb"]), fmt(mb["kernel_kb"]),
+                     rstr(mb['kernel_kb'], ma['kernel_kb'])))
     if sp:
         fa, fb = sp[A]["memfree_kb"], sp[B]["memfree_kb"]
-        rows.append(("MemFree after boot to a shell, kB", fmt(fa), fmt(fb), f"{ratio(fb, fa):.3f}"))
+        rows.append(("MemFree after boot to a shell, kB", fmt(fa), fmt(fb), rstr(fb, fa)))
         for k, what, unit in (("boot_s", "boot to the first shell prompt", "s"),
                               ("h2g_s", "1 MiB host to guest, raw", "s"),
                               ("g2h_s", "1 MiB guest to host, raw", "s"),
@@ -280,7 +315,7 @@ def summary_rows(res):
                 what = what.replace("1 MiB", f"{res['transfer_bytes'] // 1024} KiB")
             prec = ".2f" if unit == "ms" else ".3f"
             rows.append((f"{what}, {unit} (median)", f"{sp[A][k]:{prec}}", f"{sp[B][k]:{prec}}",
-                         f"{ratio(sp[B][k], sp[A][k]):.3f}"))
+                         rstr(sp[B][k], sp[A][k])))
         rows.append(("bytes lost, all transfers", str(sp[A]["h2g_lost"] + sp[A]["g2h_lost"]),
                      str(sp[B]["h2g_lost"] + sp[B]["g2h_lost"]), ""))
     return rows
@@ -365,6 +400,7 @@ def write_report(res, out):
         L.append(md_table(["kB", A, B, f"{B} - {A}"],
                           [(k, fmt(sp[A][key]), fmt(sp[B][key]), fmt(sp[B][key] - sp[A][key]))
                            for k, key in (("MemTotal", "memtotal_kb"), ("MemFree", "memfree_kb"),
+                                          ("MemFree + per-CPU free lists", "free_pcp_kb"),
                                           ("Slab", "slab_kb"), ("VmallocUsed", "vmalloc_kb"))]))
         L.append("")
     if mem:
@@ -375,14 +411,20 @@ def write_report(res, out):
                  f"`{res['memory_append']}` and the normal initramfs plus tests/bench/meminit.sh "
                  "as PID 1, so that nothing holds ttyAMA0 open. slab_debug=F makes every "
                  "cache a debug cache (no per-CPU slabs), so /proc/slabinfo counts each object. "
-                 f"Each of {cyc} cycles takes snapshots of /proc/meminfo, /proc/slabinfo and "
-                 "/proc/vmallocinfo with the port closed, opened (`exec 3<>/dev/ttyAMA0`), "
-                 "and after one line out and one line in (`echo` to it, the host answers, `read`); "
-                 "each open snapshot is compared with the mean of the closed snapshots "
-                 "before and after it; the figures are the medians over the cycles. "
-                 "Slab objects: sum over caches of active_objs x objsize; vmalloc: VmallocUsed; "
-                 "pages: the rest of the drop of MemFree (-MemFree - Slab - VmallocUsed), "
-                 "i.e. page allocations such as a transmit or receive page.")
+                 f"Each of {cyc} cycles takes snapshots of /proc/meminfo, /proc/slabinfo, "
+                 "/proc/vmallocinfo and /proc/zoneinfo with the port closed, opened "
+                 "(`exec 3<>/dev/ttyAMA0`), after one line out and one line in (`echo` to it, "
+                 "the host answers, `read`), and closed again. Each open snapshot is compared "
+                 "with the closed snapshots before and after it, interpolated to its place in "
+                 "the sequence (the script's shell grows by a few kB with each snapshot); the "
+                 "figures are the medians over the cycles. Slab objects: the sum over the "
+                 "caches of active_objs x objsize; vmalloc: VmallocUsed; free: MemFree plus "
+                 "the pages on the per-CPU free lists (zoneinfo count:, which MemFree leaves "
+                 "out; one CPU, no per-CPU counter drift); user: AnonPages + PageTables + "
+                 "KernelStack (the script's processes); kernel: drop of free - user; pages: "
+                 "kernel - Slab - VmallocUsed, i.e. whole pages such as a transmit or "
+                 "receive buffer. Small figures are within a page or two of noise: compare "
+                 "the slab and vmalloc columns first, they are exact.")
         L.append("")
         rows = []
         for tag, what in (("open", "opened"), ("traffic", "after a line in and out")):
@@ -392,17 +434,19 @@ def write_report(res, out):
                     continue
                 caches = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m["caches"].items())) or "-"
                 rows.append((what, f, fmt(m["slab_object_bytes"]), caches, fmt(m["vmalloc_kb"]),
-                             fmt(m["vmap_areas"]), fmt(m["other_pages_kb"]), fmt(m["memfree_kb"])))
+                             fmt(m["vmap_areas"]), fmt(m["slab_pages_kb"]), fmt(m["other_pages_kb"]),
+                             fmt(m["kernel_kb"]), fmt(m["user_kb"])))
         L.append(md_table(["port", "flavour", "slab objects, bytes", "per cache, bytes",
-                           "VmallocUsed, kB", "vmalloc areas", "pages, kB", "MemFree, kB"], rows))
+                           "VmallocUsed, kB", "vmalloc areas", "Slab pages, kB", "pages, kB",
+                           "kernel, kB", "user, kB"], rows))
         L.append("")
         for f in (A, B):
             d = mem[f]["closed_drift"]
             c = mem[f]["closed"]
-            L.append(f"- {f}: with the port closed MemFree {fmt(c['MemFree_kb'])} kB, Slab "
+            L.append(f"- {f}: with the port closed free {fmt(c['MemFree_kb'])} kB, Slab "
                      f"{fmt(c['Slab_kb'])} kB, slab objects {fmt(c['slab_object_bytes'])} bytes, "
                      f"VmallocUsed {fmt(c['VmallocUsed_kb'])} kB; drift of the closed snapshots "
-                     f"from the first to the last cycle: MemFree {d['memfree_kb']:+,} kB, slab objects "
+                     f"from the first to the last cycle: free {d['memfree_kb']:+,} kB, slab objects "
                      f"{d['slab_object_bytes']:+,} bytes; line read back: {'yes' if mem[f]['line_in_ok'] else 'NO'}.")
         L.append("")
 
@@ -468,8 +512,10 @@ def write_report(res, out):
     L.append(f"bin/minitty build --flavour F        # F = {A} {B} {NOTHING} {MEM[A]} {MEM[B]}")
     L.append("bin/minitty rootfs")
     L.append(f"bin/minitty size --flavour F         # F = {A} {B} {NOTHING}")
-    L.append(f"sandbox/linux/scripts/bloat-o-meter -p {CROSS} "
+    L.append(f"sandbox/linux/scripts/bloat-o-meter -p DIR/{CROSS} "
              f"sandbox/build/{A}/vmlinux sandbox/build/{B}/vmlinux")
+    L.append(f"    # DIR/{CROSS}nm: {CROSS}nm without its nameless symbols "
+             "(lines 'SIZE t '), on which bloat-o-meter fails")
     L.append("stat -c %s sandbox/build/F/arch/arm/boot/zImage")
     L.append("python3 tests/bench/bench.py ...     # the guests, through tests/lib/guest.py")
     L.append("```")

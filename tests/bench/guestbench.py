@@ -86,14 +86,21 @@ class Driver:
         except BlockingIOError:
             return b""
 
-    def write_all(self, data, chunk=4096):
+    def write_all(self, data, chunk=4096, stall=120):
+        """Write DATA as fast as QEMU takes it from the pty (a full pty
+        blocks the writer: that is the backpressure)."""
         view = memoryview(data)
+        last = now()
         while view:
             try:
                 n = os.write(self.g.fd, view[:chunk])
                 view = view[n:]
+                last = now()
             except BlockingIOError:
                 select.select([], [self.g.fd], [], 1)
+                if now() - last > stall:
+                    raise GuestError(f"the guest took no input for {stall} s "
+                                     f"({len(data) - len(view)} of {len(data)} bytes written)")
 
 
 def boot_timed(g, timeout):
@@ -139,7 +146,7 @@ def h2g(d, data):
                   f"md5sum </tmp/bench-h2g; rm -f /tmp/bench-h2g")
     t0 = now()
     d.write_all(data)
-    line = d.g.read_until(re.compile(rb"(\d+)\r*\n"), 600)
+    line = d.g.read_until(re.compile(rb"(\d+)\r*\n"), 1800)
     t = now() - t0
     out, st = d.end(tok, 60)
     count = int(re.search(rb"(\d+)\r*\n$", line).group(1))
@@ -236,8 +243,11 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
         d = Driver(g)
         out, _ = g.sh("cat /proc/meminfo")
         res["meminfo_after_boot"] = meminfo(out)
+        out, _ = g.sh("cat /proc/zoneinfo")
+        res["meminfo_after_boot"]["pcp_pages"] = sum(
+            int(m) for m in re.findall(r"^\s*count:\s*(\d+)", out, re.M))
         res["h2g"] = h2g(d, data)
-        res["g2h"] = g2h(d, host_copy=host_copy)
+        res["g2h"] = g2h(d, len(data), host_copy=host_copy)
         res["echo_rtt_s"] = echo_rtt(d, keys)
         res["canon"] = canon_read(d, lines)
         res["serial_log"] = g.serial_log

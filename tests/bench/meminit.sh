@@ -16,15 +16,24 @@ exec </dev/null >/dev/null 2>&1
 cycles=@CYCLES@
 
 # One snapshot on one line: the meminfo fields (kB), then per slab cache
-# active_objs*objsize, then the number of busy vmalloc areas.
+# active_objs*objsize, the number of busy vmalloc areas and the pages on
+# the per-CPU free lists.
 snap() {
 	awk -v tag="$1" '
 	BEGIN { printf "%s", tag }
 	FILENAME == "/proc/meminfo" { f = $1; sub(":", "", f); printf " %s=%s", f, $2; next }
 	FILENAME == "/proc/slabinfo" { if (FNR > 2) printf " slab:%s=%d*%d", $1, $2, $4; next }
-	FILENAME == "/proc/vmallocinfo" { v++ }
-	END { printf " vmap_areas=%d\n", v }' /proc/meminfo /proc/slabinfo /proc/vmallocinfo
+	FILENAME == "/proc/vmallocinfo" { v++; next }
+	FILENAME == "/proc/zoneinfo" && $1 == "count:" { pcp += $2 }
+	END { printf " vmap_areas=%d pcp_pages=%d\n", v, pcp }' $files
 }
+# /proc/slabinfo needs CONFIG_SLUB_DEBUG (configs/bench.config). The free
+# pages on the per-CPU lists (/proc/zoneinfo, count:) are not in MemFree:
+# the bench adds them, or a page allocation would often not show.
+files=/proc/meminfo
+for f in /proc/slabinfo /proc/vmallocinfo /proc/zoneinfo; do
+	[ -r "$f" ] && files="$files $f"
+done
 
 sleep 1
 R=
