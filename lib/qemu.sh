@@ -48,6 +48,18 @@ qemu_launch() {
 	echo "$pty" >"$run/serial"
 	echo "127.0.0.1:$port" >"$run/gdb"
 	echo "$flavour" >"$run/flavour"
+	# A guest that belongs to a process (tests/lib/guest.py) goes with it,
+	# run directory and all, even when that process is killed and cannot
+	# stop it.
+	if [[ -n ${MINITTY_GUEST_OWNER:-} ]]; then
+		local qpid
+		qpid=$(cat "$run/pid")
+		# shellcheck disable=SC2016 # expanded by the watcher
+		nohup bash -c 'while kill -0 "$1" && kill -0 "$2"; do sleep 2; done 2>/dev/null
+			kill "$2" 2>/dev/null && sleep 1 && rm -rf "$3"' \
+			watcher "$MINITTY_GUEST_OWNER" "$qpid" "$run" \
+			</dev/null >/dev/null 2>&1 &
+	fi
 	[[ $log == "$run/serial.log" ]] || ln -sf "$log" "$run/serial.log"
 }
 

@@ -22,6 +22,7 @@ commands included: do not type the words log_problems() looks for.
 """
 
 import argparse
+import atexit
 import os
 import re
 import secrets
@@ -154,10 +155,12 @@ class Guest:
         res = subprocess.run(
             ["bash", LAUNCH, self.run_dir, self.flavour, self.serial_log,
              "1" if self.gdb_wait else "0", append],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, MINITTY_GUEST_OWNER=str(os.getpid())))
         if res.returncode != 0:
             raise GuestError(res.stderr.strip() or "lib/qemu.sh failed")
         self.pid = int(self._runfile("pid"))
+        atexit.register(self.stop)
         self.pty_path = self._runfile("serial")
         self.gdb_port = int(self._runfile("gdb").rsplit(":", 1)[1])
         self.fd = os.open(self.pty_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
