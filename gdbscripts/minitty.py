@@ -249,9 +249,64 @@ def no_port_reason():
             "(uart_register_driver() has not run)" % names)
 
 
+def file_bytes(path, addr, n):
+    """N bytes at address ADDR of the ELF file PATH (its section headers),
+    or None when no section of the file holds ADDR."""
+    import struct
+    with open(path, "rb") as f:
+        ident = f.read(16)
+        if ident[:4] != b"\x7fELF":
+            return None
+        wide, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
+        f.seek(0x28 if wide else 0x20)
+        shoff = struct.unpack(order + ("Q" if wide else "I"),
+                              f.read(8 if wide else 4))[0]
+        f.seek(0x3a if wide else 0x2e)
+        shentsize, shnum = struct.unpack(order + "HH", f.read(4))
+        fmt = order + ("IIQQQQ" if wide else "IIIIII")
+        for i in range(shnum):
+            f.seek(shoff + i * shentsize)
+            _, typ, _, sh_addr, sh_off, sh_size = struct.unpack(
+                fmt, f.read(struct.calcsize(fmt)))
+            if typ != 8 and sh_addr <= addr < sh_addr + sh_size:  # !NOBITS
+                f.seek(sh_off + addr - sh_addr)
+                return f.read(min(n, sh_addr + sh_size - addr))
+    return None
+
+
+def check_same_kernel():
+    """Fail when the guest does not run the vmlinux gdb loaded (rebuilt since
+    the guest booted?): then every address gdb knows is wrong. Compares
+    linux_banner (the version, with the build's number and date) in the
+    guest's memory and in the file."""
+    banner = utils.gdb_eval_or_none("&linux_banner")
+    objfiles = gdb.objfiles()
+    if banner is None or not objfiles or not objfiles[0].filename:
+        return
+    addr = int(banner.cast(utils.get_ulong_type()))
+    try:
+        disk = file_bytes(objfiles[0].filename, addr, 512)
+    except OSError:
+        return
+    if not disk:
+        return
+    disk = disk.split(b"\0", 1)[0]
+    live = read_bytes(addr, len(disk))
+    if live != disk:
+        def build(banner):
+            m = re.search(rb"#\S+ [^\n]*", banner)
+            return (m.group(0) if m else banner).decode("ascii", "replace")
+        raise gdb.GdbError(
+            "minitty: the guest does not run the vmlinux gdb loaded (%s, "
+            "rebuilt since the guest booted?): the guest's kernel is build "
+            "%r, the file's %r" % (objfiles[0].filename, build(live),
+                                   build(disk)))
+
+
 def ports():
     """The list of (drv_name, drv, line, mp), or a GdbError when empty."""
     minitty_type()
+    check_same_kernel()
     found = list(for_each_port())
     if not found:
         raise gdb.GdbError("minitty: no port registered: " + no_port_reason())
@@ -364,6 +419,19 @@ def ring_bytes(buf, size, start, count):
     return read_bytes(int(buf) + first, n1) + read_bytes(int(buf), count - n1)
 
 
+def field(value, name):
+    """VALUE[NAME], or None when this kernel's struct has no such field."""
+    if any(f.name == name for f in value.type.strip_typedefs().fields()):
+        return value[name]
+    return None
+
+
+def console_port():
+    """The port /dev/console opens (minitty_console), or None."""
+    v = utils.gdb_eval_or_none("minitty_console")
+    return int(v) if v is not None and v.type.code == gdb.TYPE_CODE_PTR else None
+
+
 def rx_size(mp):
     t = mp["rx_buf"].type.strip_typedefs()
     if t.code == gdb.TYPE_CODE_ARRAY:
@@ -386,7 +454,7 @@ def rx_bytes(mp, start, end):
     """The bytes of the RX ring in [START, END) (free-running indices)."""
     buf = rx_buf_addr(mp)
     n = (end - start) & U32
-    if not buf or not n or n >= rx_size(mp):
+    if not buf or not n or n > rx_size(mp):
         return b"", n
     return ring_bytes(buf, rx_size(mp), start, n), n
 
@@ -443,8 +511,9 @@ minitty ports
 
 One line per port added by uart_add_one_port(): its index (the PORT of the
 other minitty commands), device name, UART driver (uart_driver name, then
-the device driver), open count (tty_port.count), whether it is a console,
-and the address of its struct minitty_port."""
+the device driver), open count (tty_port.count), whether it is a console
+(yes*: the one /dev/console opens), and the address of its struct
+minitty_port, for `p *(struct minitty_port *)ADDR`."""
 
     def __init__(self):
         super(MinittyPorts, self).__init__("minitty ports", gdb.COMMAND_DATA)
@@ -454,6 +523,7 @@ and the address of its struct minitty_port."""
         if arg.strip():
             raise gdb.GdbError("minitty ports: no arguments expected")
         found = ports()
+        cons = console_port()
         gdb.write("%-5s %-10s %-22s %5s %-7s %s\n" %
                   ("index", "device", "driver", "open", "console",
                    "struct minitty_port"))
@@ -466,8 +536,11 @@ and the address of its struct minitty_port."""
             gdb.write("%-5d %-10s %-22s %5d %-7s 0x%x\n" %
                       (i, port_name(mp), driver,
                        int(mp["state"]["port"]["count"]),
-                       "yes" if mp["state"]["port"]["console"] else "no",
+                       ("yes*" if cons == int(mp) else "yes")
+                       if mp["state"]["port"]["console"] else "no",
                        int(mp)))
+        if cons is not None and any(int(p[3]) == cons for p in found):
+            gdb.write("(* the port /dev/console opens: minitty_console)\n")
 
 
 MinittyPorts()
@@ -491,13 +564,22 @@ def show_state(mp):
                 tail & (size - 1)))
     pending = (head - tail) & U32
     unvetted = (head - vetted) & U32
+    overflow = "yes" if mp["rx_overflow"] else "no"
+    spare = field(mp, "rx_spare")
+    if mp["rx_overflow"] and spare is not None:
+        overflow += " (spare byte %s)" % show_bytes(bytes([int(spare) & 0xff]))
     out.append("  pending %d bytes (%d vetted, %d not vetted)  lines %d  "
                "overflow %s" %
                (pending, (vetted - tail) & U32, unvetted, int(mp["rx_lines"]),
-                "yes" if mp["rx_overflow"] else "no"))
-    if pending >= size or (vetted - tail) & U32 > pending:
+                overflow))
+    pushed = field(mp, "rx_pushed")
+    if pushed:
+        push = int(mp["rx_push"])
+        out.append("  pushed line without terminator: [tail, %d), %d bytes" %
+                   (push, (push - tail) & U32))
+    if pending > size or (vetted - tail) & U32 > pending:
         out.append("  INCONSISTENT: the ring invariant tail <= vetted <= head "
-                   "< tail + %d does not hold" % size)
+                   "<= tail + %d does not hold" % size)
     else:
         data, n = rx_bytes(mp, tail, vetted)
         out.append("  vetted:     " + show_bytes(data, n))
