@@ -7,6 +7,7 @@
 #   minitty state [PORT]    RX ring, TX kfifo, termios, modem lines, icount
 #   minitty watch [PORT]    trace the rings while the guest runs
 #   minitty unwatch         stop tracing
+#   minitty enter-kernel    run the guest until the CPU is in kernel mode
 #
 # Loaded by `bin/minitty debug` after the kernel's vmlinux-gdb.py, whose
 # `linux` package it reuses (type lookup, container_of), in the manner of
@@ -19,7 +20,6 @@ import gdb
 from linux import utils
 
 minitty_port_type = utils.CachedType("struct minitty_port")
-uart_driver_type = utils.CachedType("struct uart_driver")
 
 # MINITTY_RX_SIZE is a macro, invisible to gdb: keep in sync with
 # minitty_serial.c (used only when rx_buf is a pointer, not an array).
@@ -492,9 +492,11 @@ minitty ports          the registered ports
 minitty state [PORT]   the RX ring, TX kfifo, termios, modem lines, icount
 minitty watch [PORT]   trace the rings while the guest runs (then: continue)
 minitty unwatch        stop tracing
+minitty enter-kernel   run the guest until the CPU is in kernel mode
 
 PORT is an index or device name from `minitty ports`; without it, the
-console's port (else the first)."""
+console's port (else the first). The commands read the guest's memory,
+which QEMU's gdbstub allows only while the CPU is in a kernel mode."""
 
     def __init__(self):
         super(Minitty, self).__init__("minitty", gdb.COMMAND_DATA,
