@@ -796,10 +796,39 @@ class TxDrain(WatchBreakpoint):
         return text
 
 
-# Where each event is, in minitty_serial.c.
-WATCH_POINTS = [(RxPut, "minitty_rx_put"), (RxVet, "minitty_receive"),
-                (RxRead, "minitty_copy_out"), (TxFill, "minitty_start_tx"),
-                (TxDrain, "uart_write_wakeup")]
+# Where each event is, in minitty_serial.c: the first function of each list
+# that has an out-of-line copy, else the first gdb knows. A breakpoint on an
+# inlined function may miss some of its copies: GCC splits an inlined copy
+# into ranges, gdb breaks at one entry (minitty_write's minitty_start_tx).
+WATCH_POINTS = [(RxPut, ["minitty_rx_put"]), (RxVet, ["minitty_receive"]),
+                (RxRead, ["minitty_copy_out"]),
+                (TxFill, ["minitty_start_tx", "__minitty_start_tx"]),
+                (TxDrain, ["uart_write_wakeup"])]
+
+
+def out_of_line(name):
+    """Whether function NAME has an out-of-line copy."""
+    sym = gdb.lookup_static_symbol(name) or gdb.lookup_global_symbol(name)
+    return sym is not None and sym.addr_class == gdb.SYMBOL_LOC_BLOCK
+
+
+def known(name):
+    try:
+        gdb.decode_line(name)
+        return True
+    except gdb.error:
+        return False
+
+
+def watch_location(names):
+    """(function, inlined?) where to break for an event, or None."""
+    for name in names:
+        if out_of_line(name):
+            return name, False
+    for name in names:
+        if known(name):
+            return name, True
+    return None
 
 
 def unwatch():
@@ -822,7 +851,8 @@ Sets breakpoints that print one line and let the guest go on, where
   rx-put    a byte enters the RX ring at head (minitty_rx_put, IRQ context)
   vet       input processing and echo vet [vetted, head) (minitty_receive)
   read      read() copies bytes out from tail (minitty_copy_out)
-  tx-fill   write() or echo filled the TX kfifo (minitty_start_tx)
+  tx-fill   write() or echo filled the TX kfifo (minitty_start_tx, or
+            __minitty_start_tx when the former is inlined)
   tx-drain  the driver drained the TX kfifo (uart_write_wakeup)
 Each line shows the ring indices as the event begins and the bytes
 involved. `minitty unwatch` removes the breakpoints. A new watch replaces
@@ -841,22 +871,27 @@ console's port (else the first)."""
         unwatch()
         w = Watch(mp)
         w.last_out = tx_indices(mp)[1]
-        missing = []
+        missing, inlined = [], []
         try:
-            for cls, spec in WATCH_POINTS:
-                try:
-                    gdb.decode_line(spec)
-                except gdb.error:
-                    missing.append(spec)
+            for cls, names in WATCH_POINTS:
+                where = watch_location(names)
+                if where is None:
+                    missing.append("/".join(names))
                     continue
-                w.breakpoints.append(cls(w, spec))
+                if where[1]:
+                    inlined.append(where[0])
+                w.breakpoints.append(cls(w, where[0]))
         except gdb.error:
             for bp in w.breakpoints:
                 bp.delete()
             raise
         watching = w
         gdb.write("minitty watch %s: %s; `continue` to let the guest run\n" %
-                  (w.name, ", ".join(b.event for b in w.breakpoints)))
+                  (w.name, ", ".join("%s (%s)" % (b.event, b.location)
+                                     for b in w.breakpoints)))
+        if inlined:
+            gdb.write("minitty watch: inlined, some calls may not show: %s\n"
+                      % ", ".join(inlined))
         if missing:
             gdb.write("minitty watch: not found in this kernel, not traced: "
                       "%s\n" % ", ".join(missing))
