@@ -669,6 +669,8 @@ class Watch:
         self.name = port_name(mp)
         self.breakpoints = []
         self.last_out = None
+        # the other ports, whose calls are not shown
+        self.others = set(int(p[3]) for p in ports()) - {int(mp)}
 
     def rx(self):
         head, vetted, tail = rx_indices(self.mp)
@@ -729,8 +731,10 @@ class WatchBreakpoint(gdb.Breakpoint):
         w = self.watch
         try:
             mp = self.port_mp()
-            # another port's call (an unreadable argument counts as ours)
-            if mp is not None and int(mp) != int(w.mp):
+            # another port's call; an argument that is unreadable, or not a
+            # port (a wrong location of an inlined copy's), counts as ours
+            if mp is not None and int(mp) != int(w.mp) and \
+                    int(mp) in w.others:
                 return False
             w.emit(self.event, self.line())
         except Exception as e:  # noqa: BLE001 - never stop the guest
