@@ -143,15 +143,15 @@ def mem_analysis(run):
             def dm(k, s=s, c0=c0, c1=c1):
                 g = (lambda x: x["meminfo"].get(k, 0))
                 return g(s) - ((1 - w) * g(c0) + w * g(c1))
+            # Slab and vmalloc counters do not drift with the shell's own
+            # memory: against the closed snapshot just before, exactly.
             caches = {}
             for name, (a, z) in s["slab"].items():
-                a0 = c0["slab"].get(name, (0, z))[0]
-                a1 = c1["slab"].get(name, (0, z))[0]
-                dd = (a - ((1 - w) * a0 + w * a1)) * z
-                if abs(dd) >= 1:
+                dd = (a - c0["slab"].get(name, (0, z))[0]) * z
+                if dd:
                     caches[name] = dd
-            slab_b = snap_sum(s) - ((1 - w) * snap_sum(c0) + w * snap_sum(c1))
-            vm_kb = dm("VmallocUsed")
+            slab_b = snap_sum(s) - snap_sum(c0)
+            vm_kb = s["meminfo"].get("VmallocUsed", 0) - c0["meminfo"].get("VmallocUsed", 0)
             # free pages = MemFree + the per-CPU free lists (4 KiB pages)
             free_kb = dm("MemFree") + PAGE_KB * dm("pcp_pages")
             # what the shell and its children hold, not the kernel's
@@ -159,7 +159,8 @@ def mem_analysis(run):
             slabpages_kb = dm("Slab")
             kernel_kb = -free_kb - user_kb
             per.append({"slab_object_bytes": slab_b, "caches": caches,
-                        "vmalloc_kb": vm_kb, "vmap_areas": dm("vmap_areas"),
+                        "vmalloc_kb": vm_kb,
+                        "vmap_areas": s["meminfo"].get("vmap_areas", 0) - c0["meminfo"].get("vmap_areas", 0),
                         "memfree_kb": free_kb, "user_kb": user_kb,
                         "kernel_kb": kernel_kb, "slab_pages_kb": slabpages_kb,
                         "other_pages_kb": kernel_kb - slabpages_kb - vm_kb,
@@ -171,7 +172,7 @@ def mem_analysis(run):
                          "user_kb", "kernel_kb", "slab_pages_kb", "other_pages_kb")}
         names = sorted({n for p in per for n in p["caches"]})
         med["caches"] = {n: statistics.median(p["caches"].get(n, 0) for p in per) for n in names}
-        med["caches"] = {n: v for n, v in med["caches"].items() if abs(v) >= 1}
+        med["caches"] = {n: v for n, v in med["caches"].items() if v}
         med["cycles"] = per
         out[tag] = med
     cl = [closed[k] for k in sorted(closed)]
@@ -425,10 +426,11 @@ def write_report(res, out):
                  f"Each of {cyc} cycles takes snapshots of /proc/meminfo, /proc/slabinfo, "
                  "/proc/vmallocinfo and /proc/zoneinfo with the port closed, opened "
                  "(`exec 3<>/dev/ttyAMA0`), after one line out and one line in (`echo` to it, "
-                 "the host answers, `read`), and closed again. Each open snapshot is compared "
-                 "with the closed snapshots before and after it, interpolated to its place in "
-                 "the sequence (the script's shell grows by a few kB with each snapshot); the "
-                 "figures are the medians over the cycles. Slab objects: the sum over the "
+                 "the host answers, `read`), and closed again. Slab and vmalloc figures: each "
+                 "open snapshot against the closed one just before it (exact counters). Page "
+                 "figures: against the closed snapshots before and after it, interpolated to "
+                 "its place in the sequence (the script's shell grows by a few kB with each "
+                 "snapshot). Every figure is the median over the cycles. Slab objects: the sum over the "
                  "caches of active_objs x objsize; vmalloc: VmallocUsed; free: MemFree plus "
                  "the pages on the per-CPU free lists (zoneinfo count:, which MemFree leaves "
                  "out; one CPU, no per-CPU counter drift); user: AnonPages + PageTables + "
@@ -531,9 +533,44 @@ def write_report(res, out):
     L.append("python3 tests/bench/bench.py ...     # the guests, through tests/lib/guest.py")
     L.append("```")
     L.append("")
+    if res.get("reanalysed"):
+        L.append(f"The derived figures were computed again from the raw ones in results.json "
+                 f"(`python3 tests/bench/bench.py --out DIR --reanalyse`) on {res['reanalysed']}.")
     L.append(f"Raw figures: results.json (every run, every snapshot). Serial logs: sandbox/logs/serial-*.log.")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
+
+
+def write_outputs(res, out):
+    with open(os.path.join(out, "bloat-o-meter.txt"), "w") as f:
+        f.write(res["sizes"]["bloat_o_meter"]["output"])
+    with open(os.path.join(out, "sizes.svg"), "w") as f:
+        f.write(svgchart.size_chart({fl: res["sizes"][fl] for fl in (A, B)},
+                                    f"TTY/serial layer objects, bytes ({CROSS}size)"))
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+    write_report(res, out)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(md_table(["figure", A, B, "ratio"], summary_rows(res)) + "\n")
+    for line in summary_rows(res):
+        print(f"  {line[0]}: {line[1]} / {line[2]}" + (f" (ratio {line[3]})" if line[3] else ""))
+
+
+def reanalyse(out):
+    """Recompute the derived figures of OUT/results.json from its raw ones
+    (the snapshots and the runs) with this version of the analysis, and
+    write the report again. Nothing is measured."""
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    if res.get("memory_raw") and all(f in res["memory_raw"] for f in (A, B)):
+        res["memory"] = {f: mem_analysis(res["memory_raw"][f]) for f in (A, B)}
+    if res.get("speed_runs"):
+        res["speed"] = speed_summary(res["speed_runs"])
+    res["reanalysed"] = (time.strftime("%Y-%m-%d %H:%M:%S %Z") + ", " +
+                         subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h"],
+                                        stdout=subprocess.PIPE, text=True).stdout.strip())
+    write_outputs(res, out)
+    return 0 if res["ok"] else 1
 
 
 def main(argv):
@@ -542,7 +579,11 @@ def main(argv):
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--cmdline", default="bin/minitty bench")
+    p.add_argument("--reanalyse", action="store_true",
+                   help="recompute the report from OUT/results.json, measure nothing")
     args = p.parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.out)
     os.makedirs(args.out, exist_ok=True)
     quick = args.quick
     runs = 1 if quick else max(1, args.runs)
@@ -620,18 +661,7 @@ def main(argv):
     res["load_busy"] = busy > 0.5 * (os.cpu_count() or 1)
     res["problems"] = problems
     res["ok"] = not problems
-    with open(os.path.join(args.out, "bloat-o-meter.txt"), "w") as f:
-        f.write(res["sizes"]["bloat_o_meter"]["output"])
-    with open(os.path.join(args.out, "sizes.svg"), "w") as f:
-        f.write(svgchart.size_chart({fl: res["sizes"][fl] for fl in (A, B)},
-                                    f"TTY/serial layer objects, bytes ({CROSS}size)"))
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(res, f, indent=1, sort_keys=True)
-    write_report(res, args.out)
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(md_table(["figure", A, B, "ratio"], summary_rows(res)) + "\n")
-    for line in summary_rows(res):
-        print(f"  {line[0]}: {line[1]} / {line[2]}" + (f" (ratio {line[3]})" if line[3] else ""))
+    write_outputs(res, args.out)
     for pr in problems:
         print(f"minitty: bench: {pr}", file=sys.stderr)
     return 0 if res["ok"] else 1
