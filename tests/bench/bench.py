@@ -226,6 +226,15 @@ def speed_summary(runs):
                     r[{"h2g_s": "h2g", "g2h_s": "g2h", "canon_s": "canon"}[k]]["seconds"]
                     for r in rs]
             s[f][k + "_all"] = vals
+    # Alternating runs: run i of B against run i of A, the pair closest in
+    # time (and in machine load); the median of those ratios.
+    ra = [r for r in runs if r["flavour"] == A]
+    rb = [r for r in runs if r["flavour"] == B]
+    get = {"boot_s": lambda r: r["boot_s"], "h2g_s": lambda r: r["h2g"]["seconds"],
+           "g2h_s": lambda r: r["g2h"]["seconds"], "canon_s": lambda r: r["canon"]["seconds"],
+           "echo_rtt_ms": lambda r: statistics.median(r["echo_rtt_s"])}
+    s["pair_ratio"] = {k: statistics.median(g(b) / g(a) for a, b in zip(ra, rb))
+                       for k, g in get.items()} if ra and rb else {}
     return s
 
 
@@ -326,11 +335,17 @@ def summary_rows(res):
             if k in ("h2g_s", "g2h_s") and res["transfer_bytes"] != gb.MIB:
                 what = what.replace("1 MiB", f"{res['transfer_bytes'] // 1024} KiB")
             prec = ".2f" if unit == "ms" else ".3f"
+            pr = sp.get("pair_ratio", {}).get(k)
             rows.append((f"{what}, {unit} (median)", f"{sp[A][k]:{prec}}", f"{sp[B][k]:{prec}}",
-                         rstr(sp[B][k], sp[A][k])))
+                         rstr(sp[B][k], sp[A][k]) +
+                         (f" (pairs: {pr:.3f})" if pr is not None and runs_n(res) > 1 else "")))
         rows.append(("bytes lost, all transfers", str(sp[A]["h2g_lost"] + sp[A]["g2h_lost"]),
                      str(sp[B]["h2g_lost"] + sp[B]["g2h_lost"]), ""))
     return rows
+
+
+def runs_n(res):
+    return len(res.get("speed_runs", [])) // 2
 
 
 def md_table(head, rows):
@@ -360,6 +375,12 @@ def write_report(res, out):
     status = "all transfers whole (0 bytes lost, checksums right)" if res["ok"] else \
         "**FAILED**: " + "; ".join(res["problems"])
     L.append(f"Result: {status}.")
+    L.append("")
+    L.append("Speed ratios: the ratio of the medians, and in brackets the median of the "
+             "ratios of each pair of runs made one after the other (closest in machine "
+             "load). On a loaded host the echo round trip is mostly the wait for QEMU to be "
+             "scheduled (a few ms when the host is busy, tenths of a ms when it is not), so "
+             "its ratio says more about the load during each run than about the TTY layer.")
     L.append("")
 
     # sizes
