@@ -675,6 +675,8 @@ def main(argv):
         if not res["memory"][f]["line_in_ok"]:
             problems.append(f"{MEM[f]}: the line sent to the open port was not read back")
 
+    # the bench-* kernels may have been built only now
+    res["machine"]["kernel_release"] = machine()["kernel_release"]
     res["load_end"] = loadavg()
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     res["wall_s"] = time.monotonic() - t0
