@@ -81,7 +81,8 @@ config_mismatches() {
 	}' "$(flavour_build "$flavour")/.config" "${frags[@]}"
 }
 
-# build_config FLAVOUR: configure when the key changed, then check.
+# build_config FLAVOUR: configure when the key changed, then check (exit 1
+# when a requested option is not as requested).
 build_config() {
 	local flavour=$1 out key bad
 	out=$(flavour_build "$flavour")
@@ -95,17 +96,15 @@ build_config() {
 		step config "unchanged ($(flavour_field "$flavour" 3))"
 	fi
 	bad=$(config_mismatches "$flavour")
-	if [[ -n $bad ]]; then
-		warn "build: config check failed for $flavour: $(paste -sd' ' <<<"$bad" | sed 's/ CONFIG_/, CONFIG_/g')"
-		return "$EX_FAIL"
-	fi
+	[[ -z $bad ]] ||
+		die "build: config check failed for $flavour: $(paste -sd' ' <<<"$bad" | sed 's/ CONFIG_/, CONFIG_/g')"
 }
 
 # flavour_buildable FLAVOUR: the requested options exist in the tree.
 flavour_buildable() {
 	local rc=0
 	lock "$(flavour_build "$1").lock"
-	build_config "$1" >/dev/null 2>&1 || rc=$?
+	errexit_run build_config "$1" >/dev/null 2>&1 || rc=$?
 	unlock
 	return "$rc"
 }
@@ -125,7 +124,7 @@ build_flavour() {
 	say "build $flavour"
 	# Two builds in one output directory would spoil it.
 	lock "$(flavour_build "$flavour").lock"
-	build_config "$flavour" || exit "$EX_FAIL"
+	build_config "$flavour"
 	if [[ -z $config_only ]]; then
 		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" zImage vmlinux scripts_gdb
 		step "done" "$(flavour_build "$flavour")/arch/arm/boot/zImage"

@@ -31,14 +31,37 @@ warn() { printf 'minitty: %s\n' "$*" >&2; }
 die() { warn "$*"; exit "$EX_FAIL"; }
 usage_error() { warn "$*"; exit "$EX_USAGE"; }
 
-# run_logged NAME LOG CMD...: run CMD with all its output in LOG, one line
-# on the terminal; on failure show the log's tail and path, and exit 1.
+# The modules of bin/minitty, in load order (lib/NAME.sh).
+MINITTY_MODULES=(common setup patch build rootfs guest tools bench)
+
+# errexit_run CMD...: run CMD (a program or any function of this shell)
+# in a new bash with errexit on. Bash ignores `set -e` inside a function
+# run from `if !`, `||`, `&&` or `!` and in every subshell of it, so a
+# step's failing inner command would go unnoticed; only a new process
+# gets errexit back. The new bash loads the modules (their globals) and
+# then this shell's functions as they are now.
+errexit_run() {
+	# shellcheck disable=SC2016 # expanded by the new bash
+	MINITTY_ROOT=$MINITTY_ROOT MODULES="${MINITTY_MODULES[*]}" "$BASH" -c '
+		set -euo pipefail
+		shopt -s inherit_errexit
+		for m in $MODULES; do
+			source "$MINITTY_ROOT/lib/$m.sh"
+		done
+		source "$1"
+		shift
+		"$@"' errexit_run <(declare -f) "$@"
+}
+
+# run_logged NAME LOG CMD...: run CMD (with errexit_run) with all its
+# output in LOG, one line on the terminal; on failure show the log's tail
+# and path, and exit 1.
 run_logged() {
 	local name=$1 log=$2
 	shift 2
 	mkdir -p "$(dirname "$log")"
 	step "$name" "(log: ${log#"$MINITTY_ROOT"/})"
-	if ! "$@" >"$log" 2>&1; then
+	if ! errexit_run "$@" >"$log" 2>&1; then
 		tail -n 25 "$log" | sed 's/^/    /' >&2
 		die "$name failed; full log: $log"
 	fi

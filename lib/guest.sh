@@ -54,7 +54,7 @@ cmd_boot() {
 	guest_prepare "$flavour"
 	rm -rf "$RUN_DIR"
 	log=$LOGS/serial-boot-$flavour-$(date +%Y%m%d-%H%M%S)-$$.log
-	qemu_launch "$RUN_DIR" "$flavour" "$log" "${OPT_gdb_wait:-0}" \
+	errexit_run qemu_launch "$RUN_DIR" "$flavour" "$log" "${OPT_gdb_wait:-0}" \
 		"${OPT_login:+minitty.login=1}" || exit "$EX_FAIL"
 	say "boot $flavour: pid $(cat "$RUN_DIR/pid"), serial $(cat "$RUN_DIR/serial"), gdb $(cat "$RUN_DIR/gdb")"
 	if [[ -n ${OPT_gdb_wait:-} ]]; then
