@@ -1,18 +1,21 @@
 # shellcheck shell=bash
 # setup: host packages; fetch: the pristine kernel tree.
 
-# Host packages the sandbox needs (Debian names).
-SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf qemu-system-arm
+# Host packages the sandbox needs (Debian names). Installed without their
+# recommends, so what a recommend would bring and a step uses is named
+# here (libc6-dev-armhf-cross: the guest programs' C library).
+SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf
+	libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
 	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils
-	python3-ply python3-git)
+	python3-ply python3-git perl file)
 BUSYBOX_PKG=busybox-static:armhf
 
 setup_options() { :; }
 setup_help() {
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup
-Install the missing host packages with apt-get (runs apt-get update once when something is missing): ${SETUP_PACKAGES[*]}; and download $BUSYBOX_PKG (after dpkg --add-architecture armhf) into sandbox/busybox/ for the guest's root.
+Install the missing host packages with apt-get (runs apt-get update once when something is missing): ${SETUP_PACKAGES[*]}; and download $BUSYBOX_PKG (after dpkg --add-architecture armhf) into sandbox/busybox/ for the guest's root. Then check that each tool works, not only that its package is there (a static armhf C program compiled and checked with file and readelf, the kernel's host tools and libraries, qemu-system-arm's virt machine, gdb-multiarch's arm architecture, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -45,6 +48,8 @@ setup_host() {
 	done
 	[[ $mode == quiet && ${#missing[@]} -eq 0 && -n $(busybox_deb) ]] && return 0
 	if ((${#missing[@]})); then
+		# What was installed is checked below, even from a quiet setup.
+		mode=loud
 		step setup "installing: ${missing[*]}"
 		run_logged update "$LOGS/setup-apt.log" as_root apt-get update
 		updated=1
@@ -78,6 +83,76 @@ setup_host() {
 		done
 	fi
 	step setup "host ready"
+	[[ $mode == quiet ]] || setup_check
+}
+
+# setup_check: every tool a later step compiles or runs with works; each
+# one that does not is named with its package, then exit 1.
+setup_check() {
+	local tmp bad=() out
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" RETURN
+	# try PACKAGE WHAT CMD...: CMD must succeed.
+	try() {
+		local pkg=$1 what=$2
+		shift 2
+		"$@" >>"${MINITTY_SETUP_LOG:-/dev/null}" 2>&1 || bad+=("$what (package $pkg)")
+	}
+	# The guest programs: static armhf executables with termios and ioctls.
+	printf '%s\n' '#include <stdio.h>' '#include <termios.h>' \
+		'#include <sys/ioctl.h>' '#include <poll.h>' \
+		'int main(void) { struct termios t; return tcgetattr(0, &t) ? 0 : 1; }' \
+		>"$tmp/guest.c"
+	try "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross" \
+		"${CROSS}gcc -static (a static armhf C program)" \
+		"${CROSS}gcc" -static -O2 -Wall -o "$tmp/guest" "$tmp/guest.c"
+	if [[ -f $tmp/guest ]]; then
+		out=$(file -b "$tmp/guest" 2>&1 || true)
+		[[ $out == *"ARM, EABI5"*"statically linked"* ]] ||
+			bad+=("file says the armhf program is: ${out:-nothing} (packages file gcc-arm-linux-gnueabihf)")
+		out=$("${CROSS}readelf" -h "$tmp/guest" 2>&1 || true)
+		[[ $out == *"Machine:"*"ARM"* ]] ||
+			bad+=("${CROSS}readelf -h (package binutils-arm-linux-gnueabihf)")
+	fi
+	# The kernel's host tools and libraries.
+	printf '%s\n' '#include <gelf.h>' '#include <openssl/opensslv.h>' \
+		'int main(void) { return elf_version(EV_CURRENT) == EV_NONE; }' \
+		>"$tmp/host.c"
+	try "gcc libc6-dev libelf-dev libssl-dev" "gcc with libelf and the openssl headers" \
+		gcc -o "$tmp/host" "$tmp/host.c" -lelf
+	try "gcc libelf-dev" "a host program linked with libelf" "$tmp/host"
+	try flex flex flex --version
+	try bison bison bison --version
+	[[ $(echo '6*7' | bc 2>/dev/null) == 42 ]] || bad+=("bc (package bc)")
+	try make make make --version
+	try cpio cpio cpio --version
+	try perl perl perl -e 'use Getopt::Long; use Term::ANSIColor; exit 0'
+	try xz-utils "xz" xz --version
+	try git git git --version
+	try ccache ccache ccache --version
+	try linux-source-6.12 "the kernel source ($SRC_TARBALL)" test -s "$SRC_TARBALL"
+	# The guest and the tools around it.
+	out=$(qemu-system-arm -M help 2>&1 || true)
+	grep -q '^virt ' <<<"$out" || bad+=("qemu-system-arm -M virt (package qemu-system-arm)")
+	out=$(gdb-multiarch -q -nx -batch -ex 'set architecture arm' \
+		-ex 'python print("py-" + "ok")' 2>&1 || true)
+	[[ $out == *'set to "arm"'*py-ok* ]] ||
+		bad+=("gdb-multiarch with arm and Python (package gdb-multiarch)")
+	try picocom picocom picocom --help
+	try shellcheck shellcheck shellcheck --version
+	try "python3 python3-pexpect python3-ply python3-git" \
+		"$PYTHON with the modules the tests import (pexpect, ply, git)" \
+		"$PYTHON" -c 'import pexpect, ply, git'
+	try busybox-static:armhf "the armhf busybox package in sandbox/busybox" \
+		dpkg-deb --field "$(busybox_deb)" Architecture
+	unset -f try
+	if ((${#bad[@]})); then
+		local list
+		list=$(printf '; %s' "${bad[@]}")
+		die "setup: does not work: ${list#; }; install the package(s) named (details: rerun with MINITTY_SETUP_LOG=FILE)"
+	fi
+	step check "every tool works (armhf C, kernel host tools, QEMU, gdb, picocom, Python)"
 }
 
 fetch_options() { :; }
