@@ -13,7 +13,9 @@ busybox-static package (its applet links are made by /init at boot with
 busybox --install -s), rootfs-overlay/, and each tests/guest/NAME.c
 compiled with ${CROSS}gcc -static -O2 -Wall as /usr/bin/NAME. The archive
 is written with the kernel's usr/gen_init_cpio, so /dev/console is a real
-node without root privileges. Rebuilt only when an input changed.
+node without root privileges. The archive is checked: /init, busybox and
+every guest program present, the programs ARM executables. Rebuilt only
+when an input changed (the toolchain and its headers included).
 EOF
 	options_help rootfs
 }
@@ -37,8 +39,17 @@ rootfs_key() {
 		rootfs_inputs | while read -r f; do
 			[[ -f $f ]] && printf '%s %s\n' "${f#"$MINITTY_ROOT"/}" "$(sha256sum <"$f")"
 		done
-		"${CROSS}gcc" --version | head -n 1
+		"${CROSS}gcc" --version 2>&1 | head -n 1 || true
 		find "$MINITTY_ROOT/rootfs-overlay" -printf '%P %m\n' 2>/dev/null | sort
+		# The toolchain decides the programs too: its packages, and each
+		# program as preprocessed with the headers there are now (or the
+		# error saying which is missing), so a repaired toolchain rebuilds.
+		dpkg-query -W -f='${Package} ${Version}\n' gcc-arm-linux-gnueabihf \
+			libc6-dev-armhf-cross binutils-arm-linux-gnueabihf 2>&1 || true
+		for f in "$MINITTY_ROOT"/tests/guest/*.c; do
+			[[ -e $f ]] || continue
+			"${CROSS}gcc" -E "$f" 2>&1 | sha256sum || true
+		done
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -106,5 +117,27 @@ make_rootfs() {
 		echo "nod /dev/console 0600 0 0 c 5 1"
 	} >"$ROOTFS/cpio.list"
 	"$tool" "$ROOTFS/cpio.list" | gzip -n -9 >"$INITRAMFS.new"
+	verify_rootfs "$INITRAMFS.new"
 	mv "$INITRAMFS.new" "$INITRAMFS"
+}
+
+# verify_rootfs ARCHIVE: /init, busybox and every tests/guest/NAME.c as
+# /usr/bin/NAME are in ARCHIVE, the programs as ARM executables.
+verify_rootfs() {
+	local archive=$1 tmp c name p
+	local -a want=(init bin/busybox)
+	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
+		[[ -e $c ]] && want+=("usr/bin/$(basename "$c" .c)")
+	done
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" RETURN
+	(cd "$tmp" && gzip -dc "$archive" | cpio -idm --quiet "${want[@]}")
+	for p in "${want[@]}"; do
+		[[ -s $tmp/$p ]] || { echo "rootfs: $p is not in the archive" >&2; return 1; }
+		[[ $p == init ]] && continue
+		"${CROSS}readelf" -h "$tmp/$p" | grep -Eq 'Machine:[[:space:]]+ARM$' ||
+			{ echo "rootfs: $p is not an ARM executable" >&2; return 1; }
+	done
+	echo "verified: ${want[*]}"
 }
