@@ -20,7 +20,9 @@ When minitty cannot be built, one line says the comparison was not run and
 no diff:NAME check is counted.  Results go to sandbox/logs/diff-FLAVOUR.json.
 
 usage: run.py [--flavours fulltty,minitty] [--only GLOB] [--compare-only]
-              [--no-build] [--verbose]
+              [--no-build] [--program NAME] [--verbose]
+Before any scenario, each guest runs mtt once: when it does not answer,
+one FAIL diff-boot:FLAVOUR says why and no scenario runs.
 """
 
 import argparse
@@ -46,6 +48,9 @@ REPORT_RE = re.compile(rb"@@MTT-REPORT ([0-9a-f]*) @@END")
 START_RE = re.compile(rb"@@MTT-SYNC1@@|@@MTT-REPORT ([0-9a-f]*) @@END")
 PRINTK_TIME_RE = re.compile(rb"\[ *\d+\.\d+\] ")
 MAX_CMD_HEX = 700        # the shell's line editor has a line length limit
+# The guest program (tests/guest/mtt.c); --program names another, which
+# the suite's own test uses to check the preflight on a missing one.
+PROGRAM = b"mtt"
 
 VERBOSE = False
 
@@ -62,7 +67,7 @@ def send_program(t, sc):
     """Type the mtt command; long programs go through a shell variable."""
     hx = sc.program.encode("utf-8").hex()
     if len(hx) <= MAX_CMD_HEX:
-        t.write_all(b"mtt x:" + hx.encode() + b"\r")
+        t.write_all(PROGRAM + b" x:" + hx.encode() + b"\r")
         return True
     parts = [hx[i:i + MAX_CMD_HEX] for i in range(0, len(hx), MAX_CMD_HEX)]
     for i, p in enumerate(parts):
@@ -70,7 +75,7 @@ def send_program(t, sc):
                      % ("${P}" if i else "", p, i)).encode())
         if not t.wait_for(rb"@@MTT-PART-%d@@" % i, 10):
             return False
-    t.write_all(b"mtt x:$P\r")
+    t.write_all(PROGRAM + b" x:$P\r")
     return True
 
 
@@ -211,8 +216,26 @@ def ensure_built(flavour, build):
     return None
 
 
+def preflight(t):
+    """Run mtt once with a one-call program before any scenario: None when
+    it answers with a report, else why not (so that no scenario waits out
+    its timeout on a missing or broken guest program)."""
+    probe = scn.Scenario("preflight", "run.py")
+    probe.prog = ["get"]
+    probe.timeout = 10
+    r = run_scenario(t, probe)
+    if r["status"] == "ok" and r["report"].startswith("mtt 1\n"):
+        return None
+    seen = r.get("transcript", b"")[-200:].decode("latin-1").replace("\r", "")
+    return ("the guest program %s did not answer a one-call program "
+            "(%s%s); the line showed: %r"
+            % (PROGRAM.decode(), r["status"],
+               "; " + "; ".join(r["notes"]) if r["notes"] else "", seen))
+
+
 def run_flavour(flavour, scens):
-    """Boot once, run every scenario; returns the results dict."""
+    """Boot once, check that mtt answers, run every scenario; returns the
+    results dict ("boot" starts with "failed" when no scenario ran)."""
     out = {"flavour": flavour, "boot": "ok", "scenarios": {}, "log": []}
     t = None
     reboots = 0
@@ -224,8 +247,12 @@ def run_flavour(flavour, scens):
             try:
                 note("booting %s" % flavour)
                 t.boot()
+                why = None if i else preflight(t)
             except (BootError, OSError) as e:
-                out["boot"] = "failed: %s" % e
+                why = str(e)
+            if why:
+                out["boot"] = "failed: %s" % why
+                out["log"] += t.serial_log_problems()
                 t.close()
                 t = None
                 break
@@ -416,7 +443,7 @@ def deviation_for(name, devs):
 
 
 def main():
-    global VERBOSE
+    global VERBOSE, PROGRAM
     ap = argparse.ArgumentParser()
     ap.add_argument("--flavours", default="fulltty,minitty")
     ap.add_argument("--only", default="*", help="glob of scenario names")
@@ -428,9 +455,12 @@ def main():
                     help="save the results of the one flavour run as "
                     "sandbox/logs/diff-LABEL.json (e.g. to compare two runs "
                     "of fulltty: --compare-only --flavours fulltty,LABEL)")
+    ap.add_argument("--program", default="mtt",
+                    help="the guest program to run the scenarios with")
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     VERBOSE = args.verbose
+    PROGRAM = args.program.encode()
 
     passed = failed = 0
 
@@ -468,10 +498,21 @@ def main():
         if why:
             not_run[fl] = why
             continue
+        t0 = time.time()
         results[fl] = run_flavour(fl, scens)
+        print("diff: %s: %d scenarios in %.0f s (%s)"
+              % (fl, len(results[fl]["scenarios"]), time.time() - t0,
+                 results[fl]["boot"]))
+        sys.stdout.flush()
         if args.save_as:
             results[fl]["flavour"] = args.save_as
         save(results[fl])
+        if results[fl]["boot"].startswith("failed"):
+            # Every flavour boots the same initramfs: stop at the first
+            # guest that cannot run the scenarios.
+            for rest in flavours[flavours.index(fl) + 1:]:
+                not_run[rest] = "not run: the %s guest failed first" % fl
+            break
 
     # the first flavour is the oracle, the second the one compared with it
     oracle = flavours[0] if flavours else "fulltty"
@@ -482,8 +523,9 @@ def main():
         check(False, "diff-boot:%s" % oracle, [not_run.get(oracle, "not run")])
     elif not ref["boot"].startswith(("ok", "rebooted")):
         check(False, "diff-boot:%s" % oracle, [ref["boot"]])
-    # oracle self-checks
-    if ref is not None:
+    # oracle self-checks (none when its guest could not run them: the
+    # diff-boot FAIL above says why)
+    if ref is not None and ref["scenarios"]:
         for sc in scens:
             r = ref["scenarios"].get(sc.name)
             p = oracle_problems(sc, r)
@@ -504,7 +546,8 @@ def main():
             second, "%s is not among the flavours tested" % second)))
     elif not other["boot"].startswith(("ok", "rebooted")):
         check(False, "diff-boot:%s" % second, [other["boot"]])
-    if ref is not None and other is not None:
+    if ref is not None and other is not None and ref["scenarios"] \
+            and other["scenarios"]:
         for sc in scens:
             a = ref["scenarios"].get(sc.name)
             b = other["scenarios"].get(sc.name)
