@@ -5,6 +5,8 @@ MINITTY := bin/minitty
 
 # Cold: setup, fetch, patch, build of every flavour that can be built and
 # boots a shell, rootfs, then the suites. Warm: only what changed.
+# The oracle (n_tty from the pristine tree) is built too: the differential
+# suite compares the others with it.
 test: setup
 	@set -e; flavours=$$($(MINITTY) flavours --buildable --shell); \
 	for f in $$($(MINITTY) flavours --shell); do \
@@ -13,8 +15,10 @@ test: setup
 		*) echo "make test: $$f cannot be built from this tree (its config options are missing): not tested" ;; \
 		esac; \
 	done; \
+	oracle=$$($(MINITTY) flavours --oracle); \
+	for f in $$oracle; do $(MINITTY) build --flavour $$f; done; \
 	$(MINITTY) rootfs; \
-	MINITTY_FLAVOURS="$$(echo $$flavours)" tests/run
+	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" tests/run
 
 setup:
 	@$(MINITTY) setup

@@ -133,10 +133,22 @@ build_flavour() {
 }
 
 # ensure_tree FLAVOUR: fetch and patch when the tree is not there yet.
+# The tree `pristine` is a worktree of sandbox/linux at tag pristine (n_tty
+# as Debian ships it: the oracle of the differential suite).
 ensure_tree() {
-	local tree
+	local tree linux=$SANDBOX/linux
 	tree=$(flavour_tree "$1")
-	if ! tree_ready "$tree"; then
+	if [[ $tree == "$SANDBOX/pristine" ]]; then
+		tree_ready "$linux" || { fetch_tree "$linux" && patch_tree "$linux"; }
+		if [[ ! -e $tree ]]; then
+			step fetch "pristine worktree: ${tree#"$MINITTY_ROOT"/}"
+			git -C "$linux" worktree add -q --detach "$tree" pristine
+		fi
+		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse 'pristine^{commit}')" ]] ||
+			! git -C "$tree" diff --quiet HEAD --; then
+			die "build: ${tree#"$MINITTY_ROOT"/} is not the pristine tree (commits or changes there); move it away"
+		fi
+	elif ! tree_ready "$tree"; then
 		fetch_tree "$tree"
 		patch_tree "$tree"
 	fi

@@ -49,10 +49,11 @@ cmd_size() {
 flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
+	echo "oracle|||only the oracle flavours (the differential suite's reference)"
 }
 flavours_help() {
 	cat <<EOF
-usage: minitty flavours [--buildable] [--shell]
+usage: minitty flavours [--buildable] [--shell] [--oracle]
 The flavours of configs/flavours with their fragments and meaning; with
 an option, only their names. --buildable configures each flavour (see
 minitty build --config-only) and keeps those whose config check passes.
@@ -64,7 +65,7 @@ cmd_flavours() {
 	parse_options flavours "$@"
 	no_args flavours
 	local f
-	if [[ -z ${OPT_buildable:-}${OPT_shell:-} ]]; then
+	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-} ]]; then
 		for f in $(flavour_names); do
 			printf '%-14s %-20s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
 		done
@@ -72,6 +73,7 @@ cmd_flavours() {
 	fi
 	for f in $(flavour_names); do
 		[[ -n ${OPT_shell:-} && $(flavour_field "$f" 4) != yes ]] && continue
+		[[ -n ${OPT_oracle:-} && $(flavour_field "$f" 4) != oracle ]] && continue
 		if [[ -n ${OPT_buildable:-} ]]; then
 			ensure_tree "$f" >&2
 			flavour_buildable "$f" || continue
