@@ -1,26 +1,34 @@
 #!/usr/bin/python3
 """Differential terminal tests: every scenario of tests/diff/scenarios/ runs
-on the reference kernel (fulltty: CONFIG_TTY=y, the real n_tty) and on the
-port (minitty: CONFIG_TTY=n), one boot each, and the two flavours' streams
-are compared byte for byte:
+on the oracle (pristine: CONFIG_TTY=y built from the pristine tree, the
+real n_tty with no patch applied), on the port (minitty: CONFIG_TTY=n) and
+on the series' full layer (fulltty: CONFIG_TTY=y with the helpers patches
+0001-0004 move), one boot each, and each is compared with the oracle:
 
   1. the bytes the host received from the line during the scenario (echo
      and output), from the end of the guest's first sync marker to the
-     start of its report;
+     start of its report, in segments: s1 up to the next sync marker, sN
+     after marker N;
   2. the guest's report: what every call of mtt (tests/guest/mtt.c)
-     returned.
+     returned, one line per op (opN) and the end line's signal counts
+     (sigs).
 
 Checks printed (docs/layout.md's suite format):
-  PASS/FAIL diff-oracle:NAME   the scenario ran on fulltty and gave a
+  PASS/FAIL diff-oracle:NAME   the scenario ran on the oracle and gave a
                                well-formed report meeting its expectations
-  PASS/FAIL diff:NAME          fulltty and minitty agree, or the difference
-                               is listed in tests/deviations (printed so)
+  PASS/FAIL diff:NAME          minitty equals the oracle but for the parts
+                               its tests/deviations entry lists (each of
+                               which must still differ), and meets the
+                               scenario's expectations on the other parts
+  PASS/FAIL diff-FLAVOUR:NAME  FLAVOUR (fulltty) equals the oracle exactly
   PASS/FAIL diff-log:FLAVOUR   no Oops/BUG/WARNING/Kernel panic on the line
-When minitty cannot be built, one line says the comparison was not run and
-no diff:NAME check is counted.  Results go to sandbox/logs/diff-FLAVOUR.json.
+  FAIL diff-deviation:NAME     an entry of tests/deviations names no scenario
+When a flavour cannot be built, one line says its comparison was not run.
+Results go to sandbox/logs/diff-FLAVOUR.json; one progress line per
+scenario as it ends.
 
-usage: run.py [--flavours fulltty,minitty] [--only GLOB] [--compare-only]
-              [--no-build] [--program NAME] [--verbose]
+usage: run.py [--flavours pristine,minitty,fulltty] [--only GLOB]
+              [--compare-only] [--no-build] [--program NAME] [--verbose]
 Before any scenario, each guest runs mtt once: when it does not answer,
 one FAIL diff-boot:FLAVOUR says why and no scenario runs.
 """
@@ -216,6 +224,16 @@ def ensure_built(flavour, build):
     return None
 
 
+def progress(line):
+    """One line per scenario as it ends: a counter on a terminal, a line
+    otherwise (a log, tests/run)."""
+    if sys.stdout.isatty():
+        sys.stdout.write("\r\x1b[Kdiff: " + line)
+    else:
+        sys.stdout.write("diff: " + line + "\n")
+    sys.stdout.flush()
+
+
 def preflight(t):
     """Run mtt once with a one-call program before any scenario: None when
     it answers with a report, else why not (so that no scenario waits out
@@ -268,6 +286,8 @@ def run_flavour(flavour, scens):
         r["seconds"] = round(time.time() - t0, 2)
         out["scenarios"][sc.name] = r
         i += 1
+        progress("%s %d/%d %s: %s, %.1f s" % (flavour, i, len(scens), sc.name,
+                                              r["status"], r["seconds"]))
         if t.dead or not t.alive():
             out["log"] += t.serial_log_problems()
             out["log"] += [p.decode("latin-1") for p in t.panic_lines()]
@@ -436,16 +456,182 @@ def oracle_problems(sc, r):
 
 
 def deviation_for(name, devs):
-    for pat, reason in devs:
-        if fnmatch.fnmatchcase(name, pat):
-            return reason
+    """The Deviation whose pattern matches scenario NAME, or None."""
+    for d in devs:
+        if fnmatch.fnmatchcase(name, d.pattern):
+            return d
     return None
+
+
+SYNC_SPLIT_RE = re.compile(rb"@@MTT-SYNC(\d+)@@")
+
+
+def report_parts(rep):
+    """A report as {part: text}: opN for each op's line, sigs for the end
+    line, "report" for the rest (header, lines no op owns)."""
+    parts = {}
+    for line in rep.splitlines():
+        m = re.match(r"(\d+) ", line)
+        if m:
+            k = "op" + m.group(1)
+        elif line.startswith("end "):
+            k = "sigs"
+        else:
+            k = "report"
+        parts[k] = parts.get(k, "") + line + "\n"
+    return parts
+
+
+def stream_parts(stream):
+    """A stream as {stream:sN: bytes}: s1 up to the next sync marker, then
+    the segment after each marker sN."""
+    parts = {}
+    pieces = SYNC_SPLIT_RE.split(stream)
+    parts["stream:s1"] = pieces[0]
+    for i in range(1, len(pieces) - 1, 2):
+        parts["stream:s" + pieces[i].decode()] = pieces[i + 1]
+    return parts
+
+
+def differing_parts(a, b):
+    """The parts in which results A and B differ: opN, sigs, report (a
+    report line of no op), stream:sN (and stream when any does)."""
+    out = set()
+    ra, rb = report_parts(a["report"]), report_parts(b["report"])
+    out |= {k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k)}
+    sa, sb = stream_parts(a["stream"]), stream_parts(b["stream"])
+    seg = {k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k)}
+    if seg:
+        out |= seg | {"stream"}
+    return out
+
+
+def waived(diffs, parts):
+    """The differences DIFFS that PARTS (of a deviation) cover."""
+    if "stream" in parts:
+        return {d for d in diffs if d in parts or d.startswith("stream")}
+    out = {d for d in diffs if d in parts}
+    if all(d in parts for d in diffs if d.startswith("stream:")):
+        out |= {"stream"} & diffs
+    return out
+
+
+def stale_parts(diffs, parts):
+    """The listed PARTS that do not differ (the entry should drop them)."""
+    return {p for p in parts if p not in diffs}
+
+
+def expect_problems(sc, r, skip_report, skip_stream):
+    """The scenario's expect-* lines that result R does not meet, but for
+    the report or stream ones when SKIP_REPORT / SKIP_STREAM."""
+    p = []
+    subst = {"input_fnv": r.get("input_fnv", ""), "input_len": str(r.get("input_len", 0))}
+    rep, stream = r.get("report", ""), r.get("stream", b"")
+    for kind, v in sc.expect:
+        if kind.startswith("expect-report") and skip_report:
+            continue
+        if kind.startswith("expect-stream") and skip_stream:
+            continue
+        if kind == "expect-report-has" and v.format(**subst) not in rep:
+            p.append("report lacks %r" % v.format(**subst))
+        elif kind == "expect-report-re" and not re.search(v, rep, re.M):
+            p.append("report does not match /%s/" % v)
+        elif kind == "expect-stream" and stream != v:
+            p.append("stream is not the expected %d bytes (got %d: %s...)"
+                     % (len(v), len(stream), esc(stream[:80])))
+        elif kind == "expect-stream-has" and v not in stream:
+            p.append("stream lacks %s" % esc(v))
+    return p
+
+
+def compare(sc, a, b, dev, oracle, second):
+    """The verdict on scenario SC: oracle result A, result B, deviation
+    DEV (or None). Returns (ok, title suffix, detail lines)."""
+    diffs = differing_parts(a, b)
+    if a["status"] != b["status"]:
+        diffs.add("status")
+    parts = dev.parts if dev else set()
+    unlisted = diffs - waived(diffs, parts)
+    stale = stale_parts(diffs, parts)
+    exp = expect_problems(sc, b, any(p.startswith("op") or p == "sigs" for p in parts),
+                          any(p.startswith("stream") for p in parts))
+    if not diffs and not exp and not dev:
+        return True, "", []
+    details = []
+    if sc.desc:
+        details.append(sc.desc)
+    details.append("prog: %s" % sc.program)
+    if "status" in diffs:
+        details.append("status: %s %s, %s %s" % (oracle, a["status"],
+                                                 second, b["status"]))
+    for e in exp:
+        details.append("%s: expectation not met: %s" % (second, e))
+    if unlisted:
+        details.append("differs in: %s%s" % (", ".join(sorted(unlisted)),
+                       " (not in its deviation entry, %s)" % dev.where if dev else ""))
+    if stale:
+        details.append("%s lists %s, which no longer differ%s: remove %s from the entry"
+                       % (dev.where, ", ".join(sorted(stale)),
+                          "s" if len(stale) == 1 else "",
+                          "it" if len(stale) == 1 else "them"))
+    if a["report"] != b["report"]:
+        details += side_by_side("report", a["report"].splitlines(),
+                                b["report"].splitlines())
+    if a["stream"] != b["stream"]:
+        x, y, how = stream_window(a["stream"], b["stream"])
+        details += side_by_side("stream" + how, stream_lines(x), stream_lines(y))
+    if unlisted or stale or exp:
+        return False, "", details
+    return True, " (listed deviation in %s: %s)" % (",".join(sorted(parts)),
+                                                   dev.reason), details
+
+
+def compare_flavour(check, scens, devs, oracle, ref, second, other, why_not,
+                    all_scenarios):
+    """The diff checks of flavour SECOND (results OTHER) against the oracle
+    (results REF): diff:NAME for minitty, diff-FLAVOUR:NAME for others."""
+    NAMES[:] = [oracle, second]
+    prefix = "diff" if second == "minitty" else "diff-%s" % second
+    if other is None:
+        print("diff: the %s comparison was not run: %s" % (second, why_not or
+              "%s is not among the flavours tested" % second))
+        return
+    if not other["boot"].startswith(("ok", "rebooted")):
+        check(False, "diff-boot:%s" % second, [other["boot"]])
+    if ref is None or not ref["scenarios"] or not other["scenarios"]:
+        return
+    for sc in scens:
+        a = ref["scenarios"].get(sc.name)
+        b = other["scenarios"].get(sc.name)
+        name = "%s:%s" % (prefix, sc.name)
+        if a is None or b is None:
+            check(False, name, ["not run on %s" % (oracle if a is None else second)])
+            continue
+        if b.get("panic"):
+            check(False, name, ["%s kernel problem: %s" % (second, b["panic"])])
+            continue
+        if b["status"] in ("dead", "timeout") and a["status"] == "ok":
+            extra = ["%s: %s (%s)" % (second, b["status"], "; ".join(b["notes"]))]
+            extra += side_by_side("transcript", stream_lines(a.get("transcript", b"")[-1500:]),
+                                  stream_lines(b.get("transcript", b"")[-1500:]))
+            check(False, name, extra)
+            continue
+        dev = deviation_for(sc.name, devs)
+        ok, title, details = compare(sc, a, b, dev, oracle, second)
+        check(ok, name + title, details if (not ok or VERBOSE) else [])
+    # entries that name no scenario
+    if all_scenarios:
+        for d in devs:
+            if not any(fnmatch.fnmatchcase(sc.name, d.pattern) for sc in scens):
+                check(False, "diff-deviation:%s" % d.pattern,
+                      ["%s: names no scenario: remove this entry" % d.where])
 
 
 def main():
     global VERBOSE, PROGRAM
     ap = argparse.ArgumentParser()
-    ap.add_argument("--flavours", default="fulltty,minitty")
+    ap.add_argument("--flavours", default="pristine,minitty,fulltty",
+                    help="the oracle first, then the flavours compared with it")
     ap.add_argument("--only", default="*", help="glob of scenario names")
     ap.add_argument("--compare-only", action="store_true",
                     help="compare the saved sandbox/logs/diff-*.json")
@@ -500,6 +686,8 @@ def main():
             continue
         t0 = time.time()
         results[fl] = run_flavour(fl, scens)
+        if sys.stdout.isatty():
+            sys.stdout.write("\n")
         print("diff: %s: %d scenarios in %.0f s (%s)"
               % (fl, len(results[fl]["scenarios"]), time.time() - t0,
                  results[fl]["boot"]))
@@ -514,11 +702,10 @@ def main():
                 not_run[rest] = "not run: the %s guest failed first" % fl
             break
 
-    # the first flavour is the oracle, the second the one compared with it
-    oracle = flavours[0] if flavours else "fulltty"
-    second = flavours[1] if len(flavours) > 1 else "minitty"
+    # the first flavour is the oracle, each other one is compared with it
+    oracle = flavours[0] if flavours else "pristine"
     ref = results.get(oracle)
-    NAMES[:] = [oracle, second]
+    NAMES[:] = [oracle, flavours[1] if len(flavours) > 1 else "minitty"]
     if ref is None:
         check(False, "diff-boot:%s" % oracle, [not_run.get(oracle, "not run")])
     elif not ref["boot"].startswith(("ok", "rebooted")):
@@ -539,56 +726,13 @@ def main():
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 
-    # comparisons
-    other = results.get(second)
-    if other is None:
-        print("diff: the %s comparison was not run: %s" % (second, not_run.get(
-            second, "%s is not among the flavours tested" % second)))
-    elif not other["boot"].startswith(("ok", "rebooted")):
-        check(False, "diff-boot:%s" % second, [other["boot"]])
-    if ref is not None and other is not None and ref["scenarios"] \
-            and other["scenarios"]:
-        for sc in scens:
-            a = ref["scenarios"].get(sc.name)
-            b = other["scenarios"].get(sc.name)
-            name = "diff:%s" % sc.name
-            if a is None or b is None:
-                check(False, name, ["not run on %s" %
-                                    (oracle if a is None else second)])
-                continue
-            if b.get("panic"):
-                check(False, name, ["%s kernel problem: %s" % (second, b["panic"])])
-                continue
-            if b["status"] in ("dead", "timeout") and a["status"] == "ok":
-                extra = ["%s: %s (%s)" % (second, b["status"], "; ".join(b["notes"]))]
-                extra += side_by_side("transcript", stream_lines(a.get("transcript", b"")[-1500:]),
-                                      stream_lines(b.get("transcript", b"")[-1500:]))
-                check(False, name, extra)
-                continue
-            same = (a["stream"] == b["stream"] and a["report"] == b["report"]
-                    and a["status"] == b["status"])
-            if same:
-                check(True, name)
-                continue
-            details = []
-            if sc.desc:
-                details.append(sc.desc)
-            details.append("prog: %s" % sc.program)
-            if a["status"] != b["status"]:
-                details.append("status: %s %s, %s %s" % (oracle, a["status"],
-                                                         second, b["status"]))
-            if a["report"] != b["report"]:
-                details += side_by_side("report", a["report"].splitlines(),
-                                        b["report"].splitlines())
-            if a["stream"] != b["stream"]:
-                x, y, how = stream_window(a["stream"], b["stream"])
-                details += side_by_side("stream" + how, stream_lines(x), stream_lines(y))
-            reason = deviation_for(sc.name, devs)
-            if reason:
-                check(True, "%s (listed deviation: %s)" % (name, reason),
-                      details if VERBOSE else [])
-            else:
-                check(False, name, details)
+    # comparisons: tests/deviations applies to the minitty flavours only;
+    # a flavour with the full layer (the series' fulltty) must equal the
+    # oracle exactly
+    for second in flavours[1:]:
+        compare_flavour(check, scens, devs if second.startswith("minitty") else [],
+                        oracle, ref, second, results.get(second),
+                        not_run.get(second), args.only == "*")
 
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -239,9 +239,22 @@ def load_all(directory):
     return scens
 
 
+# What a deviation entry may name: the report line of op N, the signal
+# counts of the report's end line, the whole stream, or the stream segment
+# that follows sync marker N (s1: from the first marker to the second).
+PART_RE = re.compile(r"op\d+|sigs|stream|stream:s\d+")
+
+
+class Deviation:
+    def __init__(self, pattern, parts, reason, where):
+        self.pattern, self.parts, self.reason, self.where = \
+            pattern, parts, reason, where
+
+
 def load_deviations(path):
-    """tests/deviations: 'NAME reason...' per line, '#' comments.  NAME may
-    be a shell glob.  Returns a list of (pattern, reason)."""
+    """tests/deviations: 'NAME PARTS REASON' per line, '#' comments.  NAME
+    is a scenario name or a shell glob; PARTS a comma-separated list of
+    what may differ (PART_RE).  Returns a list of Deviation."""
     devs = []
     if not os.path.exists(path):
         return devs
@@ -250,9 +263,14 @@ def load_deviations(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            name, _, reason = line.partition(" ")
-            reason = reason.strip()
-            if not reason:
-                raise ScenarioError("deviations:%d: entry without a reason" % lineno)
-            devs.append((name, reason))
+            where = "deviations:%d" % lineno
+            w = line.split(None, 2)
+            if len(w) < 3:
+                raise ScenarioError("%s: want 'NAME PARTS REASON'" % where)
+            parts = w[1].split(",")
+            bad = [p for p in parts if not PART_RE.fullmatch(p)]
+            if bad:
+                raise ScenarioError("%s: %s is not a part (opN, sigs, stream, "
+                                    "stream:sN)" % (where, ",".join(bad)))
+            devs.append(Deviation(w[0], set(parts), w[2], where))
     return devs
