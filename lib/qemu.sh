@@ -7,6 +7,9 @@
 # Exit 1 with a message on stderr when QEMU does not start.
 
 QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init"
+# The sandbox next to this file, found when the file is read (not when
+# qemu_launch runs: errexit_run runs it from a copy of its definition).
+QEMU_SANDBOX=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox
 
 free_port() {
 	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -15,7 +18,7 @@ free_port() {
 # qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND
 qemu_launch() {
 	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-}
-	local sandbox=${MINITTY_SANDBOX:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox}
+	local sandbox=${MINITTY_SANDBOX:-$QEMU_SANDBOX}
 	local kernel=$sandbox/build/$flavour/arch/arm/boot/zImage
 	local initrd=$sandbox/rootfs/initramfs.cpio.gz
 	local port try pty
