@@ -49,6 +49,13 @@
  *   bg OP                run OP in a child in a new process group (job
  *                        control checks), record its record and signals
  *                        (the child's watchdog ends OP after 3 s)
+ *   spawn OP             start OP in a child of the same process group
+ *                        and go on at once (a second process on the
+ *                        line: a reader blocked while this one changes
+ *                        termios); one child at a time
+ *   reap                 wait for the spawned child, record its record
+ *                        (its watchdog ends OP after 5 s: "(watchdog)")
+ *   conread N            open /dev/console, read(N), close; record as read
  *   watchdog S           abort remaining ops after S seconds (default 30;
  *                        a child sends SIGALRM: no POSIX timers needed)
  *   icount0 | icount     TIOCGICOUNT baseline / record the delta
@@ -1011,6 +1018,82 @@ static void do_bg(struct word *w, int nw, char *err)
 		out(" status=%x", st);
 }
 
+static int run_op(struct word *w, int nw, char *err);
+
+/* The spawned child: its pid and the read end of its record's pipe. */
+static pid_t spawn_pid;
+static int spawn_fd = -1;
+
+static void do_spawn(struct word *w, int nw, char *err)
+{
+	int p[2];
+	pid_t pid;
+
+	if (spawn_pid > 0) {
+		out("error a child is already spawned");
+		return;
+	}
+	if (pipe(p) < 0) {
+		out_ret(-1, errno);
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		out_ret(-1, errno);
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		watchdog_pid = 0;
+		watchdog(5);
+		cur_len = 0;
+		cur[0] = 0;
+		if (run_op(w, nw, err) < 0)
+			out("error %s", err);
+		if (watchdog_fired)
+			out(" (watchdog)");
+		watchdog(0);
+		if (write_all(p[1], cur, cur_len) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(p[1]);
+	spawn_pid = pid;
+	spawn_fd = p[0];
+	out("spawned");
+}
+
+static void do_reap(void)
+{
+	char buf[4096];
+	ssize_t n, tot = 0;
+	int st;
+
+	if (spawn_pid <= 0) {
+		out("error no child spawned");
+		return;
+	}
+	while (tot < (ssize_t)sizeof(buf) - 1) {
+		n = read(spawn_fd, buf + tot, sizeof(buf) - 1 - (size_t)tot);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		tot += n;
+	}
+	buf[tot] = 0;
+	close(spawn_fd);
+	spawn_fd = -1;
+	while (waitpid(spawn_pid, &st, 0) < 0 && errno == EINTR)
+		;
+	spawn_pid = 0;
+	out("child[%s]", buf);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		out(" status=%x", st);
+}
+
 /* Run one op; append its result to cur.  Returns -1 on a syntax error. */
 static int run_op(struct word *w, int nw, char *err)
 {
@@ -1285,6 +1368,36 @@ static int run_op(struct word *w, int nw, char *err)
 		out_sigs();
 		return 0;
 	}
+	if (!strcmp(op, "spawn")) {
+		if (nw < 2)
+			goto usage;
+		do_spawn(w + 1, nw - 1, err);
+		return 0;
+	}
+	if (!strcmp(op, "reap")) {
+		do_reap();
+		return 0;
+	}
+	if (!strcmp(op, "conread")) {
+		int f;
+
+		if (nw < 2 || num(w[1].s, &v) || v < 0 || v > (long)sizeof(buf))
+			goto usage;
+		f = open("/dev/console", O_RDONLY | O_NOCTTY);
+		if (f < 0) {
+			out("open ");
+			out_ret(-1, errno);
+			return 0;
+		}
+		r = (int)read(f, buf, (size_t)v);
+		out_ret(r, errno);
+		if (r > 0) {
+			out(" d=");
+			out_bytes(buf, (size_t)r);
+		}
+		close(f);
+		return 0;
+	}
 	if (!strcmp(op, "bg")) {
 		if (nw < 2)
 			goto usage;
@@ -1322,6 +1435,12 @@ static void restore(void)
 
 	watchdog_fired = 0;
 	watchdog(5);
+	if (spawn_pid > 0) {
+		kill(spawn_pid, SIGKILL);
+		while (waitpid(spawn_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		spawn_pid = 0;
+	}
 	for (i = 0; i < nopened; i++)
 		if (opened[i] >= 0)
 			close(opened[i]);
