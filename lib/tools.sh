@@ -87,7 +87,10 @@ check_help() {
 	cat <<EOF
 usage: minitty check
 shellcheck bin/minitty and lib/*.sh; the tree's scripts/checkpatch.pl
---strict on patches/*.patch (not the cover letter). Exit 1 on findings.
+--strict on patches/*.patch (not the cover letter); scripts/kernel-doc
+-Wall on minitty_serial.c; sparse (C=2) on the objects of the minitty
+flavour that the series adds or moves (minitty_serial.o, serial_lib.o,
+tty_baudrate.o). Exit 1 on findings.
 EOF
 	options_help check
 }
@@ -106,8 +109,28 @@ cmd_check() {
 		# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and git)
 		PATH=/usr/bin:$PATH "$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet "$p" || rc=1
 	done
+	check_kernel_tools || rc=1
 	((rc == 0)) || die "check: findings above"
 	step check "clean"
+}
+
+# The kernel's own checkers on the new code. serial_core.c keeps the
+# sparse and kernel-doc warnings it had before the series: only what the
+# series adds or moves is checked.
+CHECK_OBJECTS=(drivers/tty/serial/minitty_serial.o drivers/tty/serial/serial_lib.o
+	drivers/tty/tty_baudrate.o)
+check_kernel_tools() {
+	local tree=$SANDBOX/linux rc=0 log=$LOGS/check-sparse.log out
+	need_cmd sparse check
+	step kernel-doc "drivers/tty/serial/minitty_serial.c (-Wall)"
+	out=$("$tree/scripts/kernel-doc" -Wall -none "$tree/drivers/tty/serial/minitty_serial.c" 2>&1)
+	[[ -z $out ]] || { printf '%s\n' "$out"; rc=1; }
+	step sparse "${CHECK_OBJECTS[*]##*/} (flavour minitty, C=2; log: ${log#"$MINITTY_ROOT"/})"
+	ensure_built minitty >&2
+	kmake minitty C=2 "${CHECK_OBJECTS[@]}" >"$log" 2>&1 || { tail -n 20 "$log"; return 1; }
+	out=$(awk '/: (warning|error):/' "$log")
+	[[ -z $out ]] || { printf '%s\n' "$out"; rc=1; }
+	return "$rc"
 }
 
 test_options() { :; }
