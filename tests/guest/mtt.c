@@ -62,7 +62,9 @@
  *   echo "TEXT"          record TEXT (a comment in the report)
  *
  * Bad pointers (@PTR): @null, @one ((void *)1), @unmap (a PROT_NONE page),
- * @kernel (0xc0000000), @ro (a read-only page).
+ * @kernel (0xc0000000), @ro (a read-only page), @edgeN (the last N bytes,
+ * N <= 4096, of a page followed by a PROT_NONE page; byte i of the page is
+ * '0' + i % 10, so a copy from there faults after N bytes).
  *
  * mtt catches SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGWINCH,
  * SIGIO, SIGCONT, SIGPIPE without SA_RESTART, so ISIG and job control show
@@ -293,7 +295,9 @@ static struct winsize saved_ws;
 static int opened[16], nopened;
 static int syncn;
 static struct serial_icounter_struct icbase;
-static unsigned char *bad_unmap, *bad_ro;
+static unsigned char *bad_unmap, *bad_ro, *bad_edge;
+
+static int num(const char *s, long *v);
 
 static void *badptr(const char *w)
 {
@@ -307,6 +311,13 @@ static void *badptr(const char *w)
 		return (void *)0xc0000000UL;
 	if (!strcmp(w, "@ro"))
 		return bad_ro;
+	if (!strncmp(w, "@edge", 5)) {
+		long n;
+
+		if (num(w + 5, &n) || n < 0 || n > 4096)
+			return (void *)-1;
+		return bad_edge + 4096 - n;
+	}
 	return (void *)-1;
 }
 
@@ -1521,6 +1532,11 @@ int main(int argc, char **argv)
 	bad_unmap = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
 	bad_ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bad_edge = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < 4096; i++)
+		bad_edge[i] = (unsigned char)('0' + i % 10);
+	mprotect(bad_edge + 4096, 4096, PROT_NONE);
 
 	install_signals();
 	saved_fl0 = fcntl(0, F_GETFL);
