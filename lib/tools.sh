@@ -147,7 +147,9 @@ test_help() {
 usage: minitty test [SUITE...]
 Run tests/run: every executable in tests/suites/ (or the SUITEs named),
 each printing PASS/FAIL lines; the closing line is 'N passed, N failed'.
-It tests what is built: make test builds first.
+It tests what is current: it refuses a sandbox/linux that is not
+patches/series (patch --check) and builds the stale flavours it tests
+first (build --if-stale); make test also builds the missing ones.
 EOF
 	options_help test
 }
