@@ -4,11 +4,13 @@ MINITTY := bin/minitty
 .PHONY: test check build rootfs setup
 
 # Cold: setup, fetch, patch, build of every flavour that can be built and
-# boots a shell, rootfs, then the suites. Warm: only what changed.
+# boots a shell, rootfs, then the suites. Warm: only what changed. A tree
+# whose commits differ from patches/ (after a git pull, say) fails here.
 # The oracle (n_tty from the pristine tree) is built too: the differential
 # suite compares the others with it.
 test: setup
-	@set -e; flavours=$$($(MINITTY) flavours --buildable --shell); \
+	@set -e; $(MINITTY) patch; \
+	flavours=$$($(MINITTY) flavours --buildable --shell); \
 	for f in $$($(MINITTY) flavours --shell); do \
 		case " $$(echo $$flavours) " in \
 		*" $$f "*) $(MINITTY) build --flavour $$f ;; \

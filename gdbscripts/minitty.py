@@ -382,10 +382,16 @@ last_error = None
 
 def guarded(fn):
     """Run FN, turning gdb errors (unreadable memory above all) into one
-    clear line instead of a Python traceback."""
+    clear line instead of a Python traceback. When gdb stopped the CPU in
+    user mode, enter the kernel first (saying so in one line)."""
     def wrapper(*args):
         global last_error
         try:
+            if cpu_in_user_mode():
+                gdb.write("minitty: the CPU was in user mode (pc 0x%x), where QEMU's "
+                          "gdbstub cannot read kernel memory: entering the kernel "
+                          "first (minitty enter-kernel)\n" % int(gdb.parse_and_eval("$pc")))
+                enter_kernel()
             return fn(*args)
         except gdb.GdbError:
             raise
@@ -925,6 +931,26 @@ minitty unwatch"""
 MinittyUnwatch()
 
 
+def enter_kernel():
+    """Continue to the first entry into the kernel from user mode."""
+    bps = []
+    try:
+        for spec in KERNEL_ENTRIES:
+            try:
+                gdb.decode_line(spec)
+            except gdb.error:
+                continue
+            bps.append(gdb.Breakpoint(spec, internal=True, temporary=True))
+        if not bps:
+            raise gdb.GdbError("minitty enter-kernel: no kernel entry "
+                               "point found (%s)" % ", ".join(KERNEL_ENTRIES))
+        gdb.execute("continue", to_string=True)
+    finally:
+        for bp in bps:
+            if bp.is_valid():
+                bp.delete()
+
+
 class MinittyEnterKernel(gdb.Command):
     """Let the guest run until the CPU is in kernel mode.
 
@@ -944,22 +970,7 @@ and continues to the first one. Does nothing in kernel mode."""
         if not cpu_in_user_mode():
             gdb.write("minitty enter-kernel: the CPU is in kernel mode\n")
             return
-        bps = []
-        try:
-            for spec in KERNEL_ENTRIES:
-                try:
-                    gdb.decode_line(spec)
-                except gdb.error:
-                    continue
-                bps.append(gdb.Breakpoint(spec, internal=True, temporary=True))
-            if not bps:
-                raise gdb.GdbError("minitty enter-kernel: no kernel entry "
-                                   "point found (%s)" % ", ".join(KERNEL_ENTRIES))
-            gdb.execute("continue", to_string=True)
-        finally:
-            for bp in bps:
-                if bp.is_valid():
-                    bp.delete()
+        enter_kernel()
         gdb.write("minitty enter-kernel: stopped at %s\n" %
                   gdb.execute("x/i $pc", to_string=True).strip())
 

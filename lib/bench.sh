@@ -10,6 +10,7 @@ bench_options() {
 	echo "quick|q||one run each, 128 KiB transfers, 50 keystrokes (make test runs this)"
 	echo "runs|r|N|alternating runs per flavour (default 5)"
 	echo "out|o|DIR|report directory (default sandbox/bench; --quick: sandbox/bench/quick)"
+	no_build_opt
 }
 bench_help() {
 	cat <<EOF
@@ -29,7 +30,8 @@ DIR/bloat-o-meter.txt:
            boot to the first prompt, 1 MiB host to guest and guest to host
            in raw mode (bytes lost and md5 checked), echo round trip of one
            keystroke in canonical mode (200), a 200-line canonical read.
-Builds what is missing (bin/minitty build, rootfs) before it needs it.
+Builds what is missing or stale (bin/minitty build, rootfs) before it
+needs it (--no-build: fulltty, minitty and notty as they are).
 Exit 1 when a transfer lost or changed bytes, a guest failed, or a serial
 log has Oops, BUG, WARNING or Kernel panic. No timing is a pass/fail
 criterion: the figures depend on the machine and its load (both noted).
@@ -50,9 +52,10 @@ cmd_bench() {
 		out=${OPT_out:-$SANDBOX/bench}
 	fi
 	need_cmd python3 bench
+	no_build_set
 	for f in "${BENCH_FLAVOURS[@]}"; do
 		check_flavour "$f"
-		ensure_built "$f"
+		ensure_current "$f"
 	done
 	build_rootfs >/dev/null
 	gen_init_cpio >/dev/null

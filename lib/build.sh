@@ -4,6 +4,7 @@
 build_options() {
 	echo "$FLAVOUR_OPTION"
 	echo "config-only|||configure and check the config, do not compile"
+	echo "if-stale|||only when not built, or stale (what boot, run, size, bench do first)"
 }
 build_help() {
 	cat <<EOF
@@ -13,6 +14,9 @@ configs/flavours lists for F (scripts/kconfig/merge_config.sh, then
 olddefconfig), fail if any requested option did not end up as requested,
 then make zImage, vmlinux (with debug info) and scripts_gdb, with ccache.
 Runs fetch and patch first when needed. Logs: sandbox/logs/build-F-*.log.
+Stale: a file of the tree or of configs/, or F's .config (menuconfig), is
+newer than F's last successful build; boot, run, size and bench build a
+stale flavour first (their --no-build uses it as it is).
 EOF
 	options_help build
 }
@@ -44,21 +48,26 @@ config_key() {
 	} | sha256sum | cut -d' ' -f1
 }
 
+# configure FLAVOUR [CONFIG]: tinyconfig plus the fragments, olddefconfig,
+# into F's .config, or into file CONFIG (absolute; KCONFIG_CONFIG) in F's
+# build directory, leaving its .config alone.
 configure() {
 	local flavour=$1 out tree frags
 	out=$(flavour_build "$flavour")
 	tree=$(flavour_tree "$flavour")
+	export KCONFIG_CONFIG=${2:-$out/.config}
 	mapfile -t frags < <(flavour_fragments "$flavour")
 	kmake "$flavour" tinyconfig
 	ARCH=arm CROSS_COMPILE=$CROSS "$tree/scripts/kconfig/merge_config.sh" \
-		-m -O "$out" "$out/.config" "${frags[@]}"
+		-m -O "$out" "$KCONFIG_CONFIG" "${frags[@]}"
 	kmake "$flavour" olddefconfig
 }
 
-# config_mismatches FLAVOUR: print each requested option that the .config
-# does not have as requested (the last fragment to mention it wins).
+# config_mismatches FLAVOUR [CONFIG]: print each requested option that
+# F's .config (or file CONFIG) does not have as requested (the last
+# fragment to mention it wins).
 config_mismatches() {
-	local flavour=$1
+	local flavour=$1 config=${2:-$(flavour_build "$1")/.config}
 	local -a frags
 	mapfile -t frags < <(flavour_fragments "$flavour")
 	awk '
@@ -78,7 +87,7 @@ config_mismatches() {
 				printf "%s=%s (got %s)\n", o, (w == "" ? "n" : w),
 					(h == "" ? "not set" : h)
 		}
-	}' "$(flavour_build "$flavour")/.config" "${frags[@]}"
+	}' "$config" "${frags[@]}"
 }
 
 # build_config FLAVOUR: configure when the key changed, then check (exit 1
@@ -100,11 +109,35 @@ build_config() {
 		die "build: config check failed for $flavour: $(paste -sd' ' <<<"$bad" | sed 's/ CONFIG_/, CONFIG_/g')"
 }
 
-# flavour_buildable FLAVOUR: the requested options exist in the tree.
+# query_config FLAVOUR: configure F into its build directory's
+# .minitty-query.config (not its .config: a query must not change the
+# build nor undo a menuconfig), again only when the key changed; print
+# its path.
+query_config() {
+	local flavour=$1 out key q
+	out=$(flavour_build "$flavour")
+	q=$out/.minitty-query.config
+	key=$(config_key "$flavour")
+	mkdir -p "$out" "$LOGS"
+	if [[ ! -f $q || $(cat "$q.key" 2>/dev/null) != "$key" ]]; then
+		rm -f "$q.key"
+		errexit_run configure "$flavour" "$q" >"$LOGS/query-$flavour-config.log" 2>&1 ||
+			return 1
+		echo "$key" >"$q.key"
+	fi
+	echo "$q"
+}
+
+# flavour_buildable FLAVOUR: the requested options exist in the tree (F's
+# fragments configured from tinyconfig give every option as requested).
 flavour_buildable() {
-	local rc=0
+	local rc=0 q
 	lock "$(flavour_build "$1").lock"
-	errexit_run build_config "$1" >/dev/null 2>&1 || rc=$?
+	if q=$(query_config "$1"); then
+		[[ -z $(config_mismatches "$1" "$q") ]] || rc=1
+	else
+		rc=1
+	fi
 	unlock
 	return "$rc"
 }
@@ -114,20 +147,33 @@ cmd_build() {
 	no_args build
 	local flavour
 	flavour=$(flavour_opt)
+	if [[ -n ${OPT_if_stale:-} ]]; then
+		[[ -z ${OPT_config_only:-} ]] || usage_error "build: --if-stale and --config-only do not go together"
+		ensure_current "$flavour"
+		return 0
+	fi
 	build_flavour "$flavour" "${OPT_config_only:-}"
 }
 
 build_flavour() {
-	local flavour=$1 config_only=${2:-}
+	local flavour=$1 config_only=${2:-} why=${3:-} out
+	out=$(flavour_build "$flavour")
 	setup_host quiet
 	ensure_tree "$flavour"
-	say "build $flavour"
+	say "build $flavour${why:+ ($why)}"
 	# Two builds in one output directory would spoil it.
-	lock "$(flavour_build "$flavour").lock"
+	lock "$out.lock"
+	# Stamped before configure and make start: an edit made during the
+	# build is newer than the stamp, so the build stays stale.
+	mkdir -p "$out"
+	: >"$out/.minitty-building"
 	build_config "$flavour"
 	if [[ -z $config_only ]]; then
 		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" zImage vmlinux scripts_gdb
-		step "done" "$(flavour_build "$flavour")/arch/arm/boot/zImage"
+		# (the .config make ended with: a later change makes it stale)
+		sha256sum <"$out/.config" >"$out/.minitty-building"
+		mv -f "$out/.minitty-building" "$out/.minitty-built"
+		step "done" "$out/arch/arm/boot/zImage"
 	fi
 	unlock
 }
@@ -154,10 +200,118 @@ ensure_tree() {
 	fi
 }
 
-# ensure_built FLAVOUR: build unless zImage is there (boot and run use
-# what is built; `build` is how a developer rebuilds after an edit).
-ensure_built() {
+# flavour_stale FLAVOUR: why FLAVOUR's build is not current, on one line
+# (nothing when it is): not built, or a file of its tree (.git aside) or of
+# configs/, or its .config, newer than its last successful build. (Kbuild
+# goes by modification times too; `build` always runs make.)
+flavour_stale() {
+	local flavour=$1 out stamp newer
+	out=$(flavour_build "$flavour")
+	stamp=$out/.minitty-built
+	if [[ ! -f $out/arch/arm/boot/zImage || ! -f $out/vmlinux ]]; then
+		echo "not built"
+	elif [[ ! -f $stamp ]]; then
+		echo "no record of its last build"
+	elif [[ $(sha256sum <"$out/.config") != "$(cat "$stamp")" ]]; then
+		echo "its .config changed"
+	else
+		newer=$(find "$(flavour_tree "$flavour")" "$CONFIGS" -name .git -prune -o \
+			-type f -newer "$stamp" -print -quit)
+		[[ -z $newer ]] || echo "${newer#"$MINITTY_ROOT"/} changed since its last build"
+	fi
+}
+
+# NO_BUILD: set by the --no-build option of boot, run, size and bench.
+NO_BUILD=
+no_build_opt() { echo "no-build|||use F as built, even when stale (see: minitty build --help)"; }
+no_build_set() { NO_BUILD=${OPT_no_build:-}; }
+
+# ensure_current FLAVOUR [NO_BUILD]: build FLAVOUR when it is stale, so
+# that nothing runs an old kernel after an edit. With NO_BUILD (default:
+# the global), only say that it is stale.
+ensure_current() {
+	local flavour=$1 no_build=${2:-$NO_BUILD} why
+	why=$(flavour_stale "$flavour")
+	[[ -n $why ]] || return 0
+	if [[ -n $no_build ]]; then
+		[[ $why != "not built" ]] ||
+			die "$flavour is not built (--no-build; run: minitty build --flavour $flavour)"
+		warn "$flavour is stale ($why); --no-build: using it as it is"
+		return 0
+	fi
+	build_flavour "$flavour" "" "$why"
+}
+
+config-save_options() { echo "$FLAVOUR_OPTION"; }
+config-save_help() {
+	cat <<EOF
+usage: minitty config-save [--flavour F] NAME
+Keep what a developer changed in F's .config (make menuconfig O=...):
+the difference between the savedefconfig of F's .config and that of F's
+fragments on tinyconfig (configured aside, as flavours --buildable does)
+becomes configs/NAME.config, a fragment to add to a flavour's line in
+configs/flavours. Refuses an existing configs/NAME.config.
+EOF
+	options_help config-save
+}
+
+cmd_config-save() {
+	parse_options config-save "$@"
+	((${#ARGS[@]} == 1)) || usage_error "config-save: one NAME needed (usage: minitty config-save [--flavour F] NAME)"
+	local flavour name=${ARGS[0]} out q dest tmp
+	flavour=$(flavour_opt)
+	[[ $name =~ ^[a-z0-9][a-z0-9_-]*$ ]] || usage_error "config-save: NAME is letters, digits, - and _, not '$name'"
+	dest=$CONFIGS/$name.config
+	[[ ! -e $dest ]] || die "config-save: ${dest#"$MINITTY_ROOT"/} exists; nothing written"
+	out=$(flavour_build "$flavour")
+	[[ -f $out/.config ]] || die "config-save: $flavour has no .config (run: minitty build --flavour $flavour)"
+	lock "$out.lock"
+	q=$(query_config "$flavour") || die "config-save: configuring $flavour's fragments failed (log: $LOGS/query-$flavour-config.log)"
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" RETURN
+	if ! savedefconfig "$flavour" "$out/.config" "$tmp/edited" ||
+		! savedefconfig "$flavour" "$q" "$tmp/base"; then
+		die "config-save: make savedefconfig failed"
+	fi
+	unlock
+	config_difference "$tmp/base" "$tmp/edited" "$out/.config" >"$tmp/fragment"
+	if [[ ! -s $tmp/fragment ]]; then
+		step config-save "$flavour's .config is what its fragments give: nothing written"
+		return 0
+	fi
+	{
+		echo "# Saved from sandbox/build/$flavour/.config by minitty config-save"
+		echo "# (the difference from $(flavour_field "$flavour" 3) on tinyconfig)."
+		cat "$tmp/fragment"
+	} >"$dest"
+	step config-save "${dest#"$MINITTY_ROOT"/}: $(wc -l <"$tmp/fragment") option(s); add $name to a flavour's fragments in configs/flavours"
+}
+
+# savedefconfig FLAVOUR CONFIG DEST: the minimal form of file CONFIG.
+savedefconfig() {
 	local out
 	out=$(flavour_build "$1")
-	[[ -f $out/arch/arm/boot/zImage && -f $out/vmlinux ]] || build_flavour "$1"
+	KCONFIG_CONFIG=$2 kmake "$1" savedefconfig >/dev/null 2>&1 &&
+		mv "$out/defconfig" "$3"
+}
+
+# config_difference BASE EDITED CONFIG: the lines of savedefconfig EDITED
+# that BASE lacks, and for each option of BASE that EDITED lacks (it went
+# back to its default), its value in the full CONFIG.
+config_difference() {
+	awk '
+	function opt(line) {
+		if (match(line, /^CONFIG_[A-Za-z0-9_]+=/)) return substr(line, 1, RLENGTH - 1)
+		if (match(line, /^# CONFIG_[A-Za-z0-9_]+ is not set/)) { split(line, a, " "); return a[2] }
+		return ""
+	}
+	FILENAME == ARGV[1] { base[$0] = 1; bopt[opt($0)] = $0; next }
+	FILENAME == ARGV[2] { if (!($0 in base) && opt($0) != "") print; eopt[opt($0)] = 1; next }
+	{ o = opt($0); if (o != "") full[o] = $0 }
+	END {
+		for (o in bopt)
+			if (o != "" && !(o in eopt))
+				print (o in full ? full[o] : "# " o " is not set")
+	}' "$1" "$2" "$3"
 }

@@ -14,7 +14,8 @@ LOGS=$SANDBOX/logs
 RUN_DIR=${MINITTY_RUN_DIR:-$SANDBOX/run}
 SRC_TARBALL=${MINITTY_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 CROSS=arm-linux-gnueabihf-
-JOBS=${MINITTY_JOBS:-3}
+# make -j: MINITTY_JOBS, or one job per CPU.
+JOBS=${MINITTY_JOBS:-$(nproc)}
 # The project's Python is Debian's (python3-pexpect, python3-ply...), not
 # whatever python3 comes first on PATH.
 PYTHON=/usr/bin/python3

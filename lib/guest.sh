@@ -3,12 +3,14 @@
 # shellcheck source=lib/qemu.sh
 source "$MINITTY_ROOT/lib/qemu.sh"
 
-GUEST_PY=$MINITTY_ROOT/tests/lib/guest.py
+GUEST_PY=$MINITTY_ROOT/lib/py/minitty/guest.py
 PICOCOM_HELP="picocom: quit with C-a C-x (C-a C-h for its other commands)"
 
-# Everything a guest needs, built when missing.
+# guest_prepare FLAVOUR [NO_BUILD]: everything a guest needs, built when
+# missing or stale (NO_BUILD: as in ensure_current; errexit_run does not
+# carry variables over).
 guest_prepare() {
-	ensure_built "$1"
+	ensure_current "$1" "${2:-$NO_BUILD}"
 	build_rootfs >/dev/null
 }
 
@@ -20,6 +22,31 @@ running() {
 		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-arm ]]
 }
 
+# need_shell CMD FLAVOUR: usage error when FLAVOUR boots to no shell.
+need_shell() {
+	[[ $(flavour_field "$2" 4) != no ]] ||
+		usage_error "$1: flavour $2 has no shell on the serial port (configs/flavours)"
+}
+
+# The guest options of boot and run.
+guest_opts() {
+	echo "append|a|ARGS|more kernel command line (after console=ttyAMA0 rdinit=/init panic=-1)"
+	echo "smp||N|CPUs (default 1)"
+	echo "memory|m|M|memory in MiB (default 64)"
+	echo "add||DIR|lay host directory DIR over the guest's root (an archive appended to the initramfs)"
+}
+# guest_opts_check CMD: usage errors for the guest options; sets ADD_DIRS.
+declare -a ADD_DIRS=()
+guest_opts_check() {
+	[[ ${OPT_smp:-1} =~ ^[1-8]$ ]] || usage_error "$1: --smp needs 1 to 8 CPUs, not '${OPT_smp}'"
+	[[ ${OPT_memory:-64} =~ ^[1-9][0-9]*$ ]] || usage_error "$1: --memory needs a size in MiB, not '${OPT_memory}'"
+	ADD_DIRS=()
+	if [[ -n ${OPT_add:-} ]]; then
+		[[ -d $OPT_add ]] || usage_error "$1: --add $OPT_add: not a directory"
+		ADD_DIRS=("$(cd "$OPT_add" && pwd)")
+	fi
+}
+
 need_running() {
 	running || die "$1: no guest running (start one with: minitty boot)"
 }
@@ -29,16 +56,21 @@ boot_options() {
 	echo "gdb-wait|||start the CPU halted, for gdb (minitty debug) to start it"
 	echo "no-attach|||do not attach picocom; return once the guest has booted"
 	echo "login|||boot to a getty login (minitty.login=1) instead of a root shell"
+	guest_opts
+	no_build_opt
 }
 boot_help() {
 	cat <<EOF
 usage: minitty boot [--flavour F] [--gdb-wait] [--no-attach] [--login]
+                    [--append ARGS] [--smp N] [--memory M] [--add DIR] [--no-build]
 Start qemu-system-arm (virt, cortex-a15, 64 MiB) on F's zImage and the
 initramfs, the serial port on a host pty, a gdbstub on a free TCP port,
 and record flavour, pid, serial, gdb, serial.log in sandbox/run/. Builds
-what is missing first. When stdin is a terminal, attaches picocom
-($PICOCOM_HELP; the guest keeps running); otherwise (or with
---no-attach) returns once the guest shows its prompt.
+F first when it is stale, and the initramfs. When stdin is a terminal,
+attaches picocom ($PICOCOM_HELP; the guest keeps running); otherwise (or
+with --no-attach) returns once the guest shows its prompt. A guest that
+does not boot is stopped and the serial log's tail shown; a panic ends it
+at once (panic=-1). Refused for a flavour without a shell (configs/flavours).
 EOF
 	options_help boot
 }
@@ -48,20 +80,27 @@ cmd_boot() {
 	no_args boot
 	local flavour log
 	flavour=$(flavour_opt)
+	no_build_set
+	need_shell boot "$flavour"
+	guest_opts_check boot
 	if running; then
 		die "boot: a guest is already running ($(cat "$RUN_DIR/flavour"), pid $(cat "$RUN_DIR/pid")); minitty stop first"
 	fi
 	guest_prepare "$flavour"
 	rm -rf "$RUN_DIR"
 	log=$LOGS/serial-boot-$flavour-$(date +%Y%m%d-%H%M%S)-$$.log
+	local append=${OPT_login:+minitty.login=1}
+	append+=${OPT_append:+${append:+ }$OPT_append}
 	errexit_run qemu_launch "$RUN_DIR" "$flavour" "$log" "${OPT_gdb_wait:-0}" \
-		"${OPT_login:+minitty.login=1}" || exit "$EX_FAIL"
+		"$append" "${OPT_smp:-1}" "${OPT_memory:-64}" "${ADD_DIRS[@]}" || exit "$EX_FAIL"
 	say "boot $flavour: pid $(cat "$RUN_DIR/pid"), serial $(cat "$RUN_DIR/serial"), gdb $(cat "$RUN_DIR/gdb")"
 	if [[ -n ${OPT_gdb_wait:-} ]]; then
 		say "  the CPU waits for gdb: minitty debug (then 'continue')"
 	else
-		"$PYTHON" "$GUEST_PY" wait-boot --log "$log" --pid "$(cat "$RUN_DIR/pid")" ||
+		if ! "$PYTHON" "$GUEST_PY" wait-boot --log "$log" --pid "$(cat "$RUN_DIR/pid")"; then
+			stop_guest >/dev/null
 			exit "$EX_FAIL"
+		fi
 		say "  booted (serial log: ${log#"$MINITTY_ROOT"/})"
 	fi
 	if [[ -z ${OPT_no_attach:-} && -t 0 ]]; then
@@ -113,6 +152,11 @@ EOF
 cmd_stop() {
 	parse_options stop "$@"
 	no_args stop
+	stop_guest
+}
+
+# stop_guest: stop the guest of boot, if any, and remove its run files.
+stop_guest() {
 	if running; then
 		local pid i
 		pid=$(cat "$RUN_DIR/pid")
@@ -211,14 +255,25 @@ run_options() {
 	echo "$FLAVOUR_OPTION"
 	echo "login|||log in through getty (root/root) instead of the root shell"
 	echo "timeout|t|S|seconds the command may take (default 600)"
+	guest_opts
+	no_build_opt
 }
 run_help() {
 	cat <<EOF
-usage: minitty run [--flavour F] [--login] [--timeout S] -- 'CMD'
-Boot a guest of its own (the one of boot is not touched), run CMD in its
-shell over the serial line, print CMD's output, power off, and exit with
-CMD's status. Exit 1 when the guest does not boot (the serial log's tail
-is shown) or when its serial log has Oops, BUG, WARNING or Kernel panic.
+usage: minitty run [--flavour F] [--login] [--timeout S] [--append ARGS]
+                   [--smp N] [--memory M] [--add DIR] [--no-build] -- CMD [ARG...]
+Build F when it is stale, boot a guest of its own (the one of boot is not
+touched), run CMD in its shell over the serial line, print CMD's output as
+it comes (bytes as they are; the serial line turns \n into \r\n, run
+turns it back), power off, and exit with CMD's status. One CMD argument is
+a shell command line ('stty -a; tty'); several are a program and its
+arguments, passed as they are (run -- printf '%s\n' 'a b').
+Exit 125 when the guest failed, not CMD (F does not build, the guest does
+not boot or panics: the serial log's tail is shown, the serial line
+goes away), so that git bisect run skips that commit; 124 when CMD did not
+finish within the timeout; 1 when the serial log has a kernel problem
+(Oops, BUG, WARNING, Kernel panic, lockdep, KASAN, UBSAN, hung task, RCU
+stall).
 EOF
 	options_help run
 }
@@ -228,10 +283,17 @@ cmd_run() {
 	((${#ARGS[@]})) || usage_error "run: no command (usage: minitty run [--flavour F] -- 'CMD')"
 	local flavour
 	flavour=$(flavour_opt)
-	[[ $(flavour_field "$flavour" 4) != no ]] ||
-		usage_error "run: flavour $flavour has no shell on the serial port (configs/flavours)"
-	guest_prepare "$flavour" >&2
-	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}")
+	no_build_set
+	need_shell run "$flavour"
+	guest_opts_check run
+	[[ ${OPT_timeout:-600} =~ ^[0-9]+([.][0-9]+)?$ ]] ||
+		usage_error "run: --timeout needs seconds, not '${OPT_timeout}'"
+	# A kernel that does not build cannot be tested: 125 (git bisect skips).
+	errexit_run guest_prepare "$flavour" "$NO_BUILD" >&2 || exit 125
+	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}"
+		--smp "${OPT_smp:-1}" --memory "${OPT_memory:-64}")
 	[[ -n ${OPT_login:-} ]] && opts+=(--login)
-	exec "$PYTHON" "$GUEST_PY" run "${opts[@]}" -- "${ARGS[*]}"
+	[[ -n ${OPT_append:-} ]] && opts+=(--append "$OPT_append")
+	((${#ADD_DIRS[@]})) && opts+=(--add "${ADD_DIRS[0]}")
+	exec "$PYTHON" "$GUEST_PY" run "${opts[@]}" -- "${ARGS[@]}"
 }

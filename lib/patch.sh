@@ -8,17 +8,25 @@
 
 COVER=0000-cover-letter.patch
 
-patch_options() { :; }
+patch_options() {
+	echo "check|||only compare the tree with patches/series; exit 1 when they differ"
+	echo "reset|||keep the commits on a backup branch, then apply patches/series"
+}
 patch_help() {
 	cat <<EOF
-usage: minitty patch
+usage: minitty patch [--check | --reset]
 Apply patches/series onto sandbox/linux with git am (no 3-way). Does
 nothing when the series is already applied (compared by git patch-id),
 applies the rest when only a prefix is, and leaves alone a tree with
 commits of its own (exit 0 if they come after the whole series, 1
-otherwise). On a patch that does not apply: git am --abort, the patch is
-named, exit 1, the tree stays as it was. Sets the branch description from
+otherwise, naming the way out that fits: --reset when they are an older
+patches/, as after a git pull; export when they are work of your own).
+On a patch that does not apply: git am --abort, the patch is named,
+exit 1, the tree stays as it was. Sets the branch description from
 patches/$COVER. No patches/series: says so, does nothing.
+--reset first keeps HEAD on a new branch minitty-backup-DATE and moves
+the branch back to the last commit that matches the series (refused with
+uncommitted changes): no commit is ever discarded.
 EOF
 	options_help patch
 }
@@ -27,7 +35,15 @@ cmd_patch() {
 	parse_options patch "$@"
 	no_args patch
 	local tree=$SANDBOX/linux
+	[[ -z ${OPT_check:-} || -z ${OPT_reset:-} ]] ||
+		usage_error "patch: --check and --reset do not go together"
+	if [[ -n ${OPT_check:-} ]]; then
+		tree_ready "$tree" || die "patch: no sandbox tree (run: minitty fetch)"
+		series_check "$tree"
+		return 0
+	fi
 	tree_ready "$tree" || fetch_tree "$tree"
+	[[ -z ${OPT_reset:-} ]] || reset_tree "$tree"
 	patch_tree "$tree"
 }
 
@@ -53,38 +69,137 @@ git_id() {
 		export GIT_COMMITTER_NAME=minitty GIT_COMMITTER_EMAIL=minitty@localhost
 }
 
-patch_tree() {
+# series_compare TREE: compare pristine..HEAD with patches/series by
+# patch-id. Sets SERIES_FILES, SERIES_HAVE (the tree's patch-ids),
+# SERIES_SAME (how many leading commits match) and SERIES_STATE: none (no
+# series), applied, ahead (series, then commits of its own), behind (a
+# prefix of the series), diverged (a commit differs from the series).
+SERIES_FILES=() SERIES_HAVE=() SERIES_SAME=0 SERIES_STATE=
+series_compare() {
 	local tree=$1 f i n
-	local -a files=() want=() have=()
-	mapfile -t files < <(series_files)
-	if ((${#files[@]} == 0)); then
-		step patch "no patches/series yet: nothing to apply"
+	local -a want=()
+	SERIES_FILES=() SERIES_HAVE=() SERIES_SAME=0
+	mapfile -t SERIES_FILES < <(series_files)
+	if ((${#SERIES_FILES[@]} == 0)); then
+		SERIES_STATE=none
 		return 0
 	fi
-	for f in "${files[@]}"; do
+	for f in "${SERIES_FILES[@]}"; do
 		[[ -f $PATCHES/$f ]] || die "patch: $f is in patches/series but not in patches/"
 		want+=("$(file_patch_id "$PATCHES/$f")")
 	done
 	if [[ -d $tree/.git/rebase-apply || -d $tree/.git/rebase-merge ]]; then
 		die "patch: a rebase or git am is in progress in ${tree#"$MINITTY_ROOT"/}; nothing done"
 	fi
-	mapfile -t have < <(tree_patch_ids "$tree")
-	n=${#have[@]}
+	mapfile -t SERIES_HAVE < <(tree_patch_ids "$tree")
+	n=${#SERIES_HAVE[@]}
 	for ((i = 0; i < n && i < ${#want[@]}; i++)); do
-		[[ ${have[i]} == "${want[i]}" ]] || break
+		[[ ${SERIES_HAVE[i]} == "${want[i]}" ]] || break
 	done
+	SERIES_SAME=$i
 	if ((i == ${#want[@]})); then
-		if ((n == i)); then
-			step patch "series already applied (${#want[@]} patches)"
-		else
-			step patch "series applied, followed by $((n - i)) commit(s) of your own: nothing to do"
-		fi
+		SERIES_STATE=applied
+		((n == i)) || SERIES_STATE=ahead
+	elif ((i == n)); then
+		SERIES_STATE=behind
+	else
+		SERIES_STATE=diverged
+	fi
+}
+
+# old_patch_ids: the patch-id of every patch file patches/ had in its git
+# history (the project's repository; nothing when patches/ is in none).
+old_patch_ids() {
+	local top rel
+	top=$(git -C "$PATCHES" rev-parse --show-toplevel 2>/dev/null) || return 0
+	rel=$(realpath --relative-to="$top" "$PATCHES")
+	git -C "$top" log --format=%H -n 100 -- "$rel" | while read -r c; do
+		git -C "$top" ls-tree "$c" -- "$rel/" | awk '$4 ~ /\.patch$/ { print $3 }'
+	done | sort -u | while read -r blob; do
+		git -C "$top" cat-file blob "$blob" | git patch-id --stable | cut -d' ' -f1
+	done
+}
+
+# diverged_hint: the way out for a tree whose commits differ from the
+# series (after series_compare): --reset when they all are an older
+# patches/ (as after a git pull), export when some are work of your own.
+diverged_hint() {
+	local id own=0
+	local -A old=()
+	for id in $(old_patch_ids); do old[$id]=1; done
+	for id in "${SERIES_HAVE[@]:SERIES_SAME}"; do
+		[[ -n ${old[$id]:-} ]] || own=$((own + 1))
+	done
+	if ((own == 0)); then
+		echo "they are an older version of patches/ (changed since, e.g. by git pull): re-apply with: minitty patch --reset (keeps them on a backup branch; minitty export would overwrite the new patches/)"
+	else
+		echo "$own of them are in no version of patches/ (work of your own): save them with: minitty export (or set them aside with: minitty patch --reset, which keeps them on a backup branch)"
+	fi
+}
+
+# series_check TREE: one line saying whether TREE is patches/series; exit
+# 1 when it lacks some of it or differs (make test, tests/run).
+series_check() {
+	local tree=$1
+	series_compare "$tree"
+	case $SERIES_STATE in
+	none) step patch "no patches/series: nothing to compare" ;;
+	applied) step patch "sandbox/linux is patches/series (${#SERIES_FILES[@]} patches)" ;;
+	ahead) step patch "sandbox/linux is patches/series plus $((${#SERIES_HAVE[@]} - SERIES_SAME)) commit(s) of your own" ;;
+	behind) die "patch: sandbox/linux lacks patches/series from ${SERIES_FILES[SERIES_SAME]} on: apply them with: minitty patch" ;;
+	diverged) die "patch: sandbox/linux differs from patches/series: its commits from $((SERIES_SAME + 1)) of pristine..HEAD on are not ${SERIES_FILES[SERIES_SAME]} and the rest; $(diverged_hint)" ;;
+	esac
+}
+
+# reset_tree TREE: set the commits that differ from the series aside on a
+# backup branch and move the branch back to the last commit that matches
+# (patch_tree then applies the rest). Never discards a commit.
+reset_tree() {
+	local tree=$1 backup base
+	series_compare "$tree"
+	case $SERIES_STATE in
+	none | applied | behind)
+		step reset "nothing to set aside"
 		return 0
+		;;
+	esac
+	git -C "$tree" diff --quiet HEAD -- ||
+		die "patch: sandbox/linux has uncommitted changes; nothing done (commit or stash them first)"
+	backup=minitty-backup-$(date +%Y%m%d-%H%M%S)
+	git -C "$tree" branch "$backup" HEAD
+	if ((SERIES_SAME == 0)); then
+		base=pristine
+	else
+		base=$(git -C "$tree" rev-list --reverse pristine..HEAD | sed -n "${SERIES_SAME}p")
 	fi
-	if ((i < n)); then
-		warn "patch: sandbox/linux has commits that are not patches/series (commit $((i + 1)) of pristine..HEAD differs from ${files[i]}); nothing done (save them with: minitty export)"
+	git -C "$tree" reset -q --keep "$base"
+	step reset "$((${#SERIES_HAVE[@]} - SERIES_SAME)) commit(s) kept on branch $backup; back at: $(git -C "$tree" log -1 --format=%s "$base")"
+}
+
+patch_tree() {
+	local tree=$1 i n
+	local -a files=()
+	series_compare "$tree"
+	files=("${SERIES_FILES[@]}")
+	i=$SERIES_SAME n=${#SERIES_HAVE[@]}
+	case $SERIES_STATE in
+	none)
+		step patch "no patches/series yet: nothing to apply"
+		return 0
+		;;
+	applied)
+		step patch "series already applied (${#files[@]} patches)"
+		return 0
+		;;
+	ahead)
+		step patch "series applied, followed by $((n - i)) commit(s) of your own: nothing to do"
+		return 0
+		;;
+	diverged)
+		warn "patch: sandbox/linux has commits that are not patches/series (commit $((i + 1)) of pristine..HEAD differs from ${files[i]}); nothing done; $(diverged_hint)"
 		exit "$EX_FAIL"
-	fi
+		;;
+	esac
 	if ! git -C "$tree" diff --quiet HEAD --; then
 		die "patch: sandbox/linux has uncommitted changes; nothing done"
 	fi

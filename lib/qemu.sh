@@ -1,37 +1,77 @@
 #!/usr/bin/env bash
 # shellcheck shell=bash
 # The one QEMU command line of the project. Sourced by bin/minitty (boot),
-# and run as a script by tests/lib/guest.py:
+# and run as a script by lib/py/minitty/guest.py:
 #   lib/qemu.sh RUN_DIR FLAVOUR SERIAL_LOG [GDB_WAIT(0|1)] [EXTRA_APPEND]
+#               [SMP] [MEMORY_MB] [ADD_DIR...]
 # starts a daemonized guest and writes RUN_DIR/{flavour,pid,serial,gdb}.
 # Exit 1 with a message on stderr when QEMU does not start.
 
-QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init"
-# The sandbox next to this file, found when the file is read (not when
-# qemu_launch runs: errexit_run runs it from a copy of its definition).
-QEMU_SANDBOX=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox
+# (at source time: inside a function, BASH_SOURCE may name another file)
+QEMU_SANDBOX=${MINITTY_SANDBOX:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox}
+
+# panic=-1: a panicking kernel reboots at once, and -no-reboot makes QEMU
+# exit then, so that a caller sees the panic instead of waiting for a
+# prompt that never comes.
+QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init panic=-1"
+
+# add_archive DIR: a gzipped newc archive of DIR's files (owned by root),
+# written with the kernel's usr/gen_init_cpio (sandbox/host, built by
+# rootfs), on stdout. Appended to the initramfs, it lays DIR over the
+# guest's root.
+add_archive() {
+	local dir=$1 sandbox=$2 tool=$2/host/gen_init_cpio
+	[[ -x $tool ]] || { echo "minitty: boot: $tool missing (run: minitty rootfs)" >&2; return 1; }
+	[[ -d $dir ]] || { echo "minitty: boot: --add $dir: not a directory" >&2; return 1; }
+	(
+		cd "$dir"
+		find . -mindepth 1 | LC_ALL=C sort | while IFS= read -r f; do
+			local name=${f#.} mode
+			mode=$(stat -c %a "$f")
+			if [[ -L $f ]]; then
+				printf 'slink %s %s %s 0 0\n' "$name" "$(readlink "$f")" "$mode"
+			elif [[ -d $f ]]; then
+				printf 'dir %s %s 0 0\n' "$name" "$mode"
+			elif [[ -f $f ]]; then
+				printf 'file %s %s %s 0 0\n' "$name" "$PWD/${f#./}" "$mode"
+			fi
+		done
+	) | "$tool" - | gzip -n
+}
 
 free_port() {
 	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND
+# qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND SMP MEMORY ADD_DIR...
 qemu_launch() {
-	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-}
-	local sandbox=${MINITTY_SANDBOX:-$QEMU_SANDBOX}
+	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-} smp=${6:-1} mem=${7:-64}
+	shift $(($# < 7 ? $# : 7))
+	local sandbox=$QEMU_SANDBOX
 	local kernel=$sandbox/build/$flavour/arch/arm/boot/zImage
 	local initrd=$sandbox/rootfs/initramfs.cpio.gz
-	local port try pty
+	local port try pty d
 	local -a stop=()
 	[[ $gdb_wait == 1 ]] && stop=(-S)
+	[[ $smp =~ ^[1-8]$ ]] || { echo "minitty: boot: --smp needs 1 to 8 CPUs, not '$smp'" >&2; return 2; }
+	[[ $mem =~ ^[1-9][0-9]*$ ]] || { echo "minitty: boot: --memory needs a size in MiB, not '$mem'" >&2; return 2; }
 	for f in "$kernel" "$initrd"; do
 		[[ -f $f ]] || { echo "minitty: boot: $f missing" >&2; return 1; }
 	done
 	mkdir -p "$run" "$(dirname "$log")"
 	rm -f "$run/pid" "$run/serial" "$run/gdb" "$run/flavour"
+	if (($#)); then
+		# The initramfs, then an archive per directory: the kernel
+		# unpacks them in order, the later over the earlier.
+		cp "$initrd" "$run/initrd"
+		for d in "$@"; do
+			add_archive "$d" "$sandbox" >>"$run/initrd" || return 1
+		done
+		initrd=$run/initrd
+	fi
 	for try in 1 2 3; do
 		port=$(free_port)
-		if qemu-system-arm -M virt -cpu cortex-a15 -m 64 -nodefaults \
+		if qemu-system-arm -M virt -cpu cortex-a15 -smp "$smp" -m "$mem" -nodefaults \
 			-display none -monitor none -no-reboot \
 			-kernel "$kernel" -initrd "$initrd" \
 			-append "$QEMU_APPEND_BASE${extra:+ $extra}" \
@@ -51,7 +91,7 @@ qemu_launch() {
 	echo "$pty" >"$run/serial"
 	echo "127.0.0.1:$port" >"$run/gdb"
 	echo "$flavour" >"$run/flavour"
-	# A guest that belongs to a process (tests/lib/guest.py) goes with it,
+	# A guest that belongs to a process (lib/py/minitty/guest.py) goes with it,
 	# run directory and all, even when that process is killed and cannot
 	# stop it.
 	if [[ -n ${MINITTY_GUEST_OWNER:-} ]]; then

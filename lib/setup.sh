@@ -8,7 +8,7 @@ SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf
 	libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
 	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils
-	python3-ply python3-git perl file sparse)
+	python3-ply python3-git python3-pyflakes perl file sparse)
 BUSYBOX_PKG=busybox-static:armhf
 
 setup_options() { :; }
@@ -142,9 +142,9 @@ setup_check() {
 	try picocom picocom picocom --help
 	try shellcheck shellcheck shellcheck --version
 	try sparse sparse sparse --version
-	try "python3 python3-pexpect python3-ply python3-git" \
-		"$PYTHON with the modules the tests import (pexpect, ply, git)" \
-		"$PYTHON" -c 'import pexpect, ply, git'
+	try "python3 python3-pexpect python3-ply python3-git python3-pyflakes" \
+		"$PYTHON with the modules the tests and check import (pexpect, ply, git, pyflakes)" \
+		"$PYTHON" -c 'import pexpect, ply, git, pyflakes'
 	try busybox-static:armhf "the armhf busybox package in sandbox/busybox" \
 		dpkg-deb --field "$(busybox_deb)" Architecture
 	unset -f try

@@ -4,14 +4,17 @@
 # Not counted by size: the UART driver and earlycon (see the cover letter).
 SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$'
 
-size_options() { echo "$FLAVOUR_OPTION"; }
+size_options() {
+	echo "$FLAVOUR_OPTION"
+	no_build_opt
+}
 size_help() {
 	cat <<EOF
 usage: minitty size [--flavour F]
 ${CROSS}size of every object under drivers/tty/ that vmlinux links (read
 from the thin archive drivers/tty/built-in.a), except the UART driver
 (amba-pl011.o) and earlycon.o, with a TOTALS line; then vmlinux.
-Builds F first when it is not built.
+Builds F first when it is stale (see: minitty build --help).
 EOF
 	options_help size
 }
@@ -32,7 +35,8 @@ cmd_size() {
 	local flavour out
 	local -a objs
 	flavour=$(flavour_opt)
-	ensure_built "$flavour" >&2
+	no_build_set
+	ensure_current "$flavour" >&2
 	out=$(flavour_build "$flavour")
 	mapfile -t objs < <(tty_objects "$out")
 	say "TTY/serial layer of $flavour (not counted: amba-pl011.o, earlycon.o):"
@@ -55,8 +59,10 @@ flavours_help() {
 	cat <<EOF
 usage: minitty flavours [--buildable] [--shell] [--oracle]
 The flavours of configs/flavours with their fragments and meaning; with
-an option, only their names. --buildable configures each flavour (see
-minitty build --config-only) and keeps those whose config check passes.
+an option, only their names. --buildable configures each flavour as
+build does, but aside (sandbox/build/F/.minitty-query.config, again only
+when configs/ or a Kconfig changed; F's .config and build are left
+alone), and keeps those whose config check passes.
 EOF
 	options_help flavours
 }
@@ -82,34 +88,60 @@ cmd_flavours() {
 	done
 }
 
-check_options() { :; }
+check_options() {
+	echo "lint|||only the shell and Python checks (no checkpatch, kernel-doc, sparse)"
+}
 check_help() {
 	cat <<EOF
-usage: minitty check
-shellcheck bin/minitty and lib/*.sh; the tree's scripts/checkpatch.pl
---strict on patches/*.patch (not the cover letter); scripts/kernel-doc
--Wall on minitty_serial.c; sparse (C=2) on the objects of the minitty
-flavour that the series adds or moves (minitty_serial.o, serial_lib.o,
-tty_baudrate.o). Exit 1 on findings.
+usage: minitty check [--lint]
+shellcheck bin/minitty, lib/*.sh, tests/run and .ci/run; every Python
+file of the project (*.py, and scripts whose first line names python)
+compiled, and checked with pyflakes (python3-pyflakes); the tree's
+scripts/checkpatch.pl --strict on patches/*.patch (not the cover letter);
+scripts/kernel-doc -Wall on minitty_serial.c; sparse (C=2) on the objects
+of the minitty flavour that the series adds or moves (minitty_serial.o,
+serial_lib.o, tty_baudrate.o). Exit 1 on findings.
 EOF
 	options_help check
+}
+
+# python_files: the project's Python, one path a line.
+python_files() {
+	local f
+	while IFS= read -r -d '' f; do
+		if [[ $f == *.py ]] || head -n1 "$f" | grep -q python; then
+			printf '%s\n' "$f"
+		fi
+	done < <(find "$MINITTY_ROOT"/{bin,lib,tests,gdbscripts,.ci} \
+		-name __pycache__ -prune -o -type f ! -name '*.pyc' -print0 | sort -z)
 }
 
 cmd_check() {
 	parse_options check "$@"
 	no_args check
 	local rc=0 p
+	local -a py
 	need_cmd shellcheck check
-	step shellcheck "bin/minitty lib/*.sh"
-	shellcheck -x "$MINITTY_ROOT/bin/minitty" "$MINITTY_ROOT"/lib/*.sh || rc=1
-	for p in "$PATCHES"/[0-9]*.patch; do
-		[[ -e $p && ${p##*/} != "$COVER" ]] || continue
-		[[ -x $SANDBOX/linux/scripts/checkpatch.pl ]] || fetch_tree "$SANDBOX/linux"
-		step checkpatch "${p##*/}"
-		# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and git)
-		PATH=/usr/bin:$PATH "$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet "$p" || rc=1
-	done
-	check_kernel_tools || rc=1
+	step shellcheck "bin/minitty lib/*.sh tests/run .ci/run"
+	shellcheck -x "$MINITTY_ROOT/bin/minitty" "$MINITTY_ROOT"/lib/*.sh \
+		"$MINITTY_ROOT/tests/run" "$MINITTY_ROOT/.ci/run" || rc=1
+	mapfile -t py < <(python_files)
+	step python "${#py[@]} files: compile, pyflakes"
+	# (compile() rather than py_compile: no __pycache__ left behind)
+	"$PYTHON" -c 'import sys
+for f in sys.argv[1:]:
+    compile(open(f, "rb").read(), f, "exec")' "${py[@]}" || rc=1
+	"$PYTHON" -m pyflakes "${py[@]}" || rc=1
+	if [[ -z ${OPT_lint:-} ]]; then
+		for p in "$PATCHES"/[0-9]*.patch; do
+			[[ -e $p && ${p##*/} != "$COVER" ]] || continue
+			[[ -x $SANDBOX/linux/scripts/checkpatch.pl ]] || fetch_tree "$SANDBOX/linux"
+			step checkpatch "${p##*/}"
+			# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and git)
+			PATH=/usr/bin:$PATH "$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet "$p" || rc=1
+		done
+		check_kernel_tools || rc=1
+	fi
 	((rc == 0)) || die "check: findings above"
 	step check "clean"
 }
@@ -139,7 +171,9 @@ test_help() {
 usage: minitty test [SUITE...]
 Run tests/run: every executable in tests/suites/ (or the SUITEs named),
 each printing PASS/FAIL lines; the closing line is 'N passed, N failed'.
-It tests what is built: make test builds first.
+It tests what is current: it refuses a sandbox/linux that is not
+patches/series (patch --check) and builds the stale flavours it tests
+first (build --if-stale); make test also builds the missing ones.
 EOF
 	options_help test
 }

@@ -551,13 +551,13 @@ def write_report(res, out):
     L.append(f"    # DIR/{CROSS}nm: {CROSS}nm without its nameless symbols "
              "(lines 'SIZE t '), on which bloat-o-meter fails")
     L.append("stat -c %s sandbox/build/F/arch/arm/boot/zImage")
-    L.append("python3 tests/bench/bench.py ...     # the guests, through tests/lib/guest.py")
+    L.append("python3 tests/bench/bench.py ...     # the guests, through lib/py/minitty/guest.py")
     L.append("```")
     L.append("")
     if res.get("reanalysed"):
         L.append(f"The derived figures were computed again from the raw ones in results.json "
                  f"(`python3 tests/bench/bench.py --out DIR --reanalyse`) on {res['reanalysed']}.")
-    L.append(f"Raw figures: results.json (every run, every snapshot). Serial logs: sandbox/logs/serial-*.log.")
+    L.append("Raw figures: results.json (every run, every snapshot). Serial logs: sandbox/logs/serial-*.log.")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 

@@ -1,4 +1,4 @@
-"""The bench's measurements inside guests (tests/lib/guest.py's Guest).
+"""The bench's measurements inside guests (lib/py/minitty/guest.py's Guest).
 
 speed_run(flavour, ...)  boots one guest and times boot, both 1 MiB raw
                          transfers, the echo round trip and a 200-line
@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 
-from guest import PROMPT_RE, SANDBOX, Guest, GuestError, pid_alive  # noqa: E402
+from guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
 
 MIB = 1 << 20
 # The guest→host data: the first MiB of the guest's busybox binary (the
@@ -72,10 +72,10 @@ class Driver:
         m = re.search(rb"@@ME" + tok.encode() + rb":(\d+)", got)
         return got[:m.start()], int(m.group(1))
 
-    # raw I/O on the pty, bypassing Guest's buffer (taken over first)
+    # raw I/O on the pty, past Guest's reading (what it read but did not
+    # consume is taken over first, and given back after)
     def take_buf(self):
-        b, self.g._buf = self.g._buf, b""
-        return b
+        return self.g.take_input()
 
     def read_raw(self, timeout):
         r, _, _ = select.select([self.g.fd], [], [], max(0, timeout))
@@ -108,21 +108,8 @@ def boot_timed(g, timeout):
     prompt in its serial log (polled every 5 ms)."""
     t0 = now()
     g.launch()
-    deadline = t0 + timeout
-    while True:
-        try:
-            with open(g.serial_log, "rb") as f:
-                data = f.read()
-        except OSError:
-            data = b""
-        if PROMPT_RE.search(data):
-            t = now() - t0
-            break
-        if not pid_alive(g.pid):
-            raise GuestError("QEMU exited before the guest booted")
-        if now() > deadline:
-            raise GuestError(f"no prompt within {timeout} s")
-        time.sleep(0.005)
+    wait_boot(g.serial_log, g.pid, timeout, poll=0.005)
+    t = now() - t0
     g.sync(30)
     return t
 
@@ -181,7 +168,7 @@ def g2h(d, n=MIB, host_copy=None):
     i = got.find(trailer)
     if i >= 0:
         got = got[:i]
-    d.g._buf = bytes(data[len(got):])
+    d.g.put_back(data[len(got):])
     out, st = d.end(tok, 60)
     m = re.search(rb"([0-9a-f]{32})", out)
     guest_md5 = m.group(1).decode() if m else None

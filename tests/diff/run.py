@@ -38,7 +38,6 @@ import fnmatch
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import time
@@ -48,7 +47,7 @@ sys.path.insert(0, HERE)
 
 import scenario as scn               # noqa: E402
 from target import (Target, BootError, ROOT, SANDBOX, kernel_image,  # noqa: E402
-                    initramfs, PANIC_RE)
+                    initramfs)
 
 LOGDIR = os.path.join(SANDBOX, "logs")
 DEVIATIONS = os.path.join(ROOT, "tests", "deviations")
@@ -204,10 +203,10 @@ def ensure_built(flavour, build):
     else why not."""
     cli = os.path.join(ROOT, "bin", "minitty")
     os.makedirs(LOGDIR, exist_ok=True)
-    if not os.path.exists(kernel_image(flavour)) and build and os.access(cli, os.X_OK):
-        note("building %s" % flavour)
+    if build and os.access(cli, os.X_OK):
+        # built when missing or stale: never a diff of an old kernel
         with open(os.path.join(LOGDIR, "diff-build-%s.log" % flavour), "wb") as lf:
-            subprocess.call([cli, "build", "--flavour", flavour], cwd=ROOT,
+            subprocess.call([cli, "build", "--if-stale", "--flavour", flavour], cwd=ROOT,
                             stdout=lf, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL)
     if not os.path.exists(kernel_image(flavour)):

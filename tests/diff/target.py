@@ -1,9 +1,8 @@
 """A booted guest as the differential suite needs it: the raw host side of
 QEMU's pty, read and written without any host-side processing.
 
-It boots through tests/lib/guest.py's Guest when that exists and gives what
-this needs; otherwise (while the CLI is being written) it starts QEMU
-itself exactly as docs/layout.md describes the guest.  Either way it only
+It boots through the project's guest module (lib/py/minitty/guest.py's
+Guest, which runs lib/qemu.sh: the one QEMU command line) and only
 touches QEMU's own pty.
 """
 
@@ -11,16 +10,18 @@ import errno
 import os
 import re
 import select
-import subprocess
 import sys
 import time
-import tty
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SANDBOX = os.path.join(ROOT, "sandbox")
+sys.path.insert(0, os.path.join(ROOT, "lib", "py"))
 
-PANIC_RE = re.compile(rb"Oops:|BUG:|WARNING:|Kernel panic")
+from minitty import guest as guest_mod  # noqa: E402
+
+SANDBOX = guest_mod.SANDBOX
+# The kernel's problem lines: the one list (the guest module's).
+PANIC_RE = guest_mod.PROBLEM_RE_BYTES
 
 
 class BootError(Exception):
@@ -42,7 +43,6 @@ class Target:
         self.flavour = flavour
         self.log = log              # callable(str) for progress notes
         self.guest = None
-        self.proc = None
         self.fd = None
         self.serial_log = None
         self.transcript = bytearray()
@@ -51,29 +51,6 @@ class Target:
 
     # ---- boot --------------------------------------------------------
     def boot(self, timeout=120):
-        g = self._try_guest_py()
-        if g is None:
-            self._boot_qemu()
-            self._open_pty()
-        # wait for a working shell
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.resync(timeout=5, quiet=True):
-                return
-        raise BootError("%s: no shell on the serial line after %ds"
-                        % (self.flavour, timeout))
-
-    def _try_guest_py(self):
-        """Boot with tests/lib/guest.py's Guest (it opens QEMU's pty raw and
-        non-blocking; we read and write that same fd)."""
-        libdir = os.path.join(ROOT, "tests", "lib")
-        if not os.path.exists(os.path.join(libdir, "guest.py")):
-            return None
-        sys.path.insert(0, libdir)
-        try:
-            import guest as guest_mod
-        finally:
-            sys.path.remove(libdir)
         self.guest = guest_mod.Guest(self.flavour)
         try:
             self.guest.start()
@@ -84,71 +61,24 @@ class Target:
         self.fd = self.guest.fd
         self.pty_path = self.guest.pty_path
         self.serial_log = self.guest.serial_log
-        return self.guest
-
-    def _boot_qemu(self):
-        kernel, initrd = kernel_image(self.flavour), initramfs()
-        for p in (kernel, initrd):
-            if not os.path.exists(p):
-                raise BootError("%s missing" % p)
-        logdir = os.path.join(SANDBOX, "logs")
-        os.makedirs(logdir, exist_ok=True)
-        self.serial_log = os.path.join(logdir, "serial-diff-%s.log" % self.flavour)
-        if os.path.exists(self.serial_log):
-            os.unlink(self.serial_log)
-        cmd = ["qemu-system-arm", "-M", "virt", "-cpu", "cortex-a15", "-m", "64",
-               "-kernel", kernel, "-initrd", initrd,
-               "-append", "console=ttyAMA0",
-               "-chardev", "pty,id=s0,logfile=%s" % self.serial_log,
-               "-serial", "chardev:s0", "-display", "none", "-monitor", "none",
-               "-nodefaults", "-no-reboot"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
-        line = b""
-        deadline = time.time() + 20
+        # wait for a working shell
+        deadline = time.time() + timeout
         while time.time() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if r:
-                c = os.read(self.proc.stdout.fileno(), 1)
-                if not c:
-                    break
-                line += c
-                m = re.search(rb"char device redirected to (/dev/pts/\d+)", line)
-                if m:
-                    self.pty_path = m.group(1).decode()
-                    return
-        raise BootError("qemu did not announce its pty: %r" % line[-300:])
-
-    def _open_pty(self):
-        self.fd = os.open(self.pty_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-        tty.setraw(self.fd)          # QEMU's pty: no host-side processing
+            if self.resync(timeout=5, quiet=True):
+                return
+        raise BootError("%s: no shell on the serial line after %ds"
+                        % (self.flavour, timeout))
 
     def close(self):
         if self.guest is not None:
             self.guest.stop()           # closes the fd too
             self.guest = None
             self.fd = None
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = None
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+        self.fd = None
 
     def alive(self):
         if self.guest is not None:
             return self.guest.alive()
-        if self.proc is not None:
-            return self.proc.poll() is None
         return True
 
     # ---- I/O ---------------------------------------------------------
@@ -236,16 +166,9 @@ class Target:
         return out
 
     def serial_log_problems(self):
-        """Problem lines of the serial log: Guest.log_problems() when
-        booted through it, and a scan for the kernel's own forms (Oops:,
-        BUG:, WARNING:, Kernel panic)."""
-        found = []
+        """Problem lines of the serial log (the guest module's list)."""
         if self.guest is not None:
-            found += self.guest.log_problems()
-        if self.serial_log and os.path.exists(self.serial_log):
-            with open(self.serial_log, "rb") as f:
-                data = f.read()
-            found += [m.group(0).decode("latin-1").strip() for m in
-                      re.finditer(rb"[^\n]*(?:Oops:|BUG:|WARNING:|Kernel panic)[^\n]*",
-                                  data)]
-        return found
+            return self.guest.log_problems()
+        if self.serial_log:
+            return guest_mod.problems_in(self.serial_log)
+        return []
