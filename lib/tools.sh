@@ -140,7 +140,7 @@ for f in sys.argv[1:]:
 			# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and git)
 			PATH=/usr/bin:$PATH "$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet "$p" || rc=1
 		done
-		check_kernel_tools || rc=1
+		errexit_run check_kernel_tools || rc=1
 	fi
 	((rc == 0)) || die "check: findings above"
 	step check "clean"
@@ -158,7 +158,7 @@ check_kernel_tools() {
 	out=$("$tree/scripts/kernel-doc" -Wall -none "$tree/drivers/tty/serial/minitty_serial.c" 2>&1)
 	[[ -z $out ]] || { printf '%s\n' "$out"; rc=1; }
 	step sparse "${CHECK_OBJECTS[*]##*/} (flavour minitty, C=2; log: ${log#"$MINITTY_ROOT"/})"
-	ensure_built minitty >&2
+	ensure_current minitty >&2
 	kmake minitty C=2 "${CHECK_OBJECTS[@]}" >"$log" 2>&1 || { tail -n 20 "$log"; return 1; }
 	out=$(awk '/: (warning|error):/' "$log")
 	[[ -z $out ]] || { printf '%s\n' "$out"; rc=1; }
