@@ -185,7 +185,10 @@ ensure_tree() {
 	local tree linux=$SANDBOX/linux
 	tree=$(flavour_tree "$1")
 	if [[ $tree == "$SANDBOX/pristine" ]]; then
-		tree_ready "$linux" || { fetch_tree "$linux" && patch_tree "$linux"; }
+		if ! tree_ready "$linux"; then
+			fetch_tree "$linux"
+			patch_tree "$linux"
+		fi
 		if [[ ! -e $tree ]]; then
 			step fetch "pristine worktree: ${tree#"$MINITTY_ROOT"/}"
 			git -C "$linux" worktree add -q --detach "$tree" pristine
