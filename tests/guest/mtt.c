@@ -972,48 +972,68 @@ static void icount(int base)
 
 static int run_op(struct word *w, int nw, char *err);
 
-static void do_bg(struct word *w, int nw, char *err)
+/*
+ * Start OP in a child whose record comes back through a pipe: with bg, in a
+ * new process group, its signals counted and a 3 s watchdog; else in this
+ * process group with a 5 s watchdog, which its record mentions when it
+ * fired. Returns the child's pid and sets *rfd, or -1 (recorded).
+ */
+static pid_t child_start(struct word *w, int nw, char *err, int bg, int *rfd)
 {
 	int p[2];
 	pid_t pid;
-	char buf[4096];
-	ssize_t n, tot = 0;
-	int st;
 
 	if (pipe(p) < 0) {
 		out_ret(-1, errno);
-		return;
+		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
 		out_ret(-1, errno);
 		close(p[0]);
 		close(p[1]);
-		return;
+		return -1;
 	}
 	if (pid == 0) {
 		size_t i;
 
 		close(p[0]);
-		for (i = 0; i < NSIGTAB; i++)
-			sigcount[i] = 0;
+		if (bg)
+			for (i = 0; i < NSIGTAB; i++)
+				sigcount[i] = 0;
 		watchdog_pid = 0;
-		watchdog(3);
-		setpgid(0, 0);
+		watchdog(bg ? 3 : 5);
+		if (bg)
+			setpgid(0, 0);
 		cur_len = 0;
 		cur[0] = 0;
 		if (run_op(w, nw, err) < 0)
 			out("error %s", err);
-		out(" ");
-		out_sigs();
+		if (bg) {
+			out(" ");
+			out_sigs();
+		} else if (watchdog_fired) {
+			out(" (watchdog)");
+		}
 		watchdog(0);
 		if (write_all(p[1], cur, cur_len) < 0)
 			_exit(2);
 		_exit(0);
 	}
 	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* Read child PID's record from FD, wait for it, record TAG[record]. */
+static void child_finish(pid_t pid, int fd, const char *tag)
+{
+	char buf[4096];
+	ssize_t n, tot = 0;
+	int st;
+
 	while (tot < (ssize_t)sizeof(buf) - 1) {
-		n = read(p[0], buf + tot, sizeof(buf) - 1 - (size_t)tot);
+		n = read(fd, buf + tot, sizeof(buf) - 1 - (size_t)tot);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -1021,15 +1041,22 @@ static void do_bg(struct word *w, int nw, char *err)
 		tot += n;
 	}
 	buf[tot] = 0;
-	close(p[0]);
+	close(fd);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	out("bg[%s]", buf);
+	out("%s[%s]", tag, buf);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		out(" status=%x", st);
 }
 
-static int run_op(struct word *w, int nw, char *err);
+static void do_bg(struct word *w, int nw, char *err)
+{
+	int fd;
+	pid_t pid = child_start(w, nw, err, 1, &fd);
+
+	if (pid > 0)
+		child_finish(pid, fd, "bg");
+}
 
 /* The spawned child: its pid and the read end of its record's pipe. */
 static pid_t spawn_pid;
@@ -1037,72 +1064,24 @@ static int spawn_fd = -1;
 
 static void do_spawn(struct word *w, int nw, char *err)
 {
-	int p[2];
-	pid_t pid;
-
 	if (spawn_pid > 0) {
 		out("error a child is already spawned");
 		return;
 	}
-	if (pipe(p) < 0) {
-		out_ret(-1, errno);
-		return;
-	}
-	pid = fork();
-	if (pid < 0) {
-		out_ret(-1, errno);
-		close(p[0]);
-		close(p[1]);
-		return;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		watchdog_pid = 0;
-		watchdog(5);
-		cur_len = 0;
-		cur[0] = 0;
-		if (run_op(w, nw, err) < 0)
-			out("error %s", err);
-		if (watchdog_fired)
-			out(" (watchdog)");
-		watchdog(0);
-		if (write_all(p[1], cur, cur_len) < 0)
-			_exit(2);
-		_exit(0);
-	}
-	close(p[1]);
-	spawn_pid = pid;
-	spawn_fd = p[0];
-	out("spawned");
+	spawn_pid = child_start(w, nw, err, 0, &spawn_fd);
+	if (spawn_pid > 0)
+		out("spawned");
 }
 
 static void do_reap(void)
 {
-	char buf[4096];
-	ssize_t n, tot = 0;
-	int st;
-
 	if (spawn_pid <= 0) {
 		out("error no child spawned");
 		return;
 	}
-	while (tot < (ssize_t)sizeof(buf) - 1) {
-		n = read(spawn_fd, buf + tot, sizeof(buf) - 1 - (size_t)tot);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		tot += n;
-	}
-	buf[tot] = 0;
-	close(spawn_fd);
-	spawn_fd = -1;
-	while (waitpid(spawn_pid, &st, 0) < 0 && errno == EINTR)
-		;
+	child_finish(spawn_pid, spawn_fd, "child");
 	spawn_pid = 0;
-	out("child[%s]", buf);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		out(" status=%x", st);
+	spawn_fd = -1;
 }
 
 /* Run one op; append its result to cur.  Returns -1 on a syntax error. */
