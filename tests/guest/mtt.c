@@ -35,7 +35,8 @@
  *   wgen N SEED          write N xorshift32 bytes (seed SEED), record total
  *   rall N TIMEOUT_MS    read until N bytes arrived or a poll timed out;
  *                        record count, fnv1a32, the bytes when N <= 512
- *   ioctl NAME|NUM [ARG..] [@PTR]   an ioctl; see the table below
+ *   ioctl NAME|NUM [ARG..] [@PTR]   an ioctl; see the table below (an
+ *                        ARG may be pgrp or sid: this process's own)
  *   poll in|out|inout MS poll the fd, record ret and revents
  *   select r|w|rw MS     select on the fd, record ret and the ready sets
  *   open [nonblock] [rdonly|wronly]  open /dev/ttyAMA0; it becomes the fd
@@ -49,6 +50,10 @@
  *   bg OP                run OP in a child in a new process group (job
  *                        control checks), record its record and signals
  *                        (the child's watchdog ends OP after 3 s)
+ *   orphan OP            as bg, but in an orphaned process group (its
+ *                        parent exits first; the record says "orphan")
+ *   ignore SIG           ignore signal SIG (TTIN, TTOU, ... as in the
+ *                        signal counts), in this process and its children
  *   spawn OP             start OP in a child of the same process group
  *                        and go on at once (a second process on the
  *                        line: a reader blocked while this one changes
@@ -639,6 +644,8 @@ static const struct ioc {
 	{ "TIOCGSID", TIOCGSID, A_PINT_OUT, 0 },
 	{ "TIOCGPGRP", TIOCGPGRP, A_PINT_OUT, 0 },
 	{ "TIOCSCTTY", TIOCSCTTY, A_INT, 0 },
+	{ "TIOCSPGRP", TIOCSPGRP, A_PINT_IN, 0 },
+	{ "TIOCNOTTY", TIOCNOTTY, A_NONE, 0 },
 	{ "TIOCGSOFTCAR", TIOCGSOFTCAR, A_PINT_OUT, 0 },
 	{ "TIOCSSOFTCAR", TIOCSSOFTCAR, A_PINT_IN, 0 },
 	{ "TIOCSTI", TIOCSTI, A_PINT_IN, 0 },
@@ -722,7 +729,11 @@ static void do_ioctl(struct word *w, int nw, char *err)
 		}
 		nw--;
 	}
-	if (nw > argi && num(w[argi].s, &v)) {
+	if (nw > argi && !strcmp(w[argi].s, "pgrp"))
+		v = getpgrp();
+	else if (nw > argi && !strcmp(w[argi].s, "sid"))
+		v = getsid(0);
+	else if (nw > argi && num(w[argi].s, &v)) {
 		snprintf(err, 128, "bad number %s", w[argi].s);
 		return;
 	}
@@ -1002,6 +1013,17 @@ static pid_t child_start(struct word *w, int nw, char *err, int bg, int *rfd)
 			for (i = 0; i < NSIGTAB; i++)
 				sigcount[i] = 0;
 		watchdog_pid = 0;
+		if (bg == 2) {
+			/* the group is orphaned once this parent is gone */
+			pid_t parent = getpid(), gc = fork();
+
+			if (gc < 0)
+				_exit(3);
+			if (gc > 0)
+				_exit(0);
+			while (getppid() == parent)
+				usleep(1000);
+		}
 		watchdog(bg ? 3 : 5);
 		if (bg)
 			setpgid(0, 0);
@@ -1049,13 +1071,13 @@ static void child_finish(pid_t pid, int fd, const char *tag)
 		out(" status=%x", st);
 }
 
-static void do_bg(struct word *w, int nw, char *err)
+static void do_bg(struct word *w, int nw, char *err, int orphan)
 {
 	int fd;
-	pid_t pid = child_start(w, nw, err, 1, &fd);
+	pid_t pid = child_start(w, nw, err, orphan ? 2 : 1, &fd);
 
 	if (pid > 0)
-		child_finish(pid, fd, "bg");
+		child_finish(pid, fd, orphan ? "orphan" : "bg");
 }
 
 /* The spawned child: its pid and the read end of its record's pipe. */
@@ -1388,10 +1410,21 @@ static int run_op(struct word *w, int nw, char *err)
 		close(f);
 		return 0;
 	}
-	if (!strcmp(op, "bg")) {
+	if (!strcmp(op, "bg") || !strcmp(op, "orphan")) {
 		if (nw < 2)
 			goto usage;
-		do_bg(w + 1, nw - 1, err);
+		do_bg(w + 1, nw - 1, err, op[0] == 'o');
+		return 0;
+	}
+	if (!strcmp(op, "ignore")) {
+		if (nw != 2)
+			goto usage;
+		for (i = 0; i < NSIGTAB; i++)
+			if (!strcmp(w[1].s, sigtab[i].name))
+				break;
+		if (i == NSIGTAB)
+			goto usage;
+		out_ret(signal(sigtab[i].sig, SIG_IGN) == SIG_ERR ? -1 : 0, errno);
 		return 0;
 	}
 	if (!strcmp(op, "watchdog")) {
