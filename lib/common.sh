@@ -73,8 +73,20 @@ flavour_names() {
 	awk '!/^#/ && NF { print $1 }' "$CONFIGS/flavours"
 }
 
+# Option flavours (size --options): BASE+OPTION[+OPTION...] is flavour
+# BASE with those Kconfig options on, through a fragment in its build
+# directory (options.config, written by whoever builds it). Not listed
+# by flavour_names; built and sized like the others.
+
 # flavour_field FLAVOUR COLUMN (2=tree, 3=fragments, 4=shell, 5=meaning)
 flavour_field() {
+	if [[ $1 == *+* ]]; then
+		if (($2 == 5)); then
+			printf '%s, with %s\n' "$(flavour_field "${1%%+*}" 5)" "${1#*+}"
+			return
+		fi
+		set -- "${1%%+*}" "$2"
+	fi
 	awk -v f="$1" -v c="$2" '!/^#/ && $1 == f {
 		if (c == 5) { $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print; }
 		else print $c; exit }' "$CONFIGS/flavours"
@@ -94,6 +106,7 @@ flavour_fragments() {
 	for f in $(flavour_field "$1" 3 | tr ',' ' '); do
 		printf '%s/%s.config\n' "$CONFIGS" "$f"
 	done
+	[[ $1 != *+* ]] || printf '%s/options.config\n' "$(flavour_build "$1")"
 }
 
 # Option parsing. Every command declares its options as a table of lines

@@ -7,17 +7,134 @@ SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$'
 size_options() {
 	echo "$FLAVOUR_OPTION"
 	no_build_opt
+	echo "options|||the cost of each minitty option instead (see above)"
 }
 size_help() {
 	cat <<EOF
-usage: minitty size [--flavour F]
+usage: minitty size [--flavour F | --options] [--no-build]
 ${CROSS}size of every object under drivers/tty/ that vmlinux links (read
 from the thin archive drivers/tty/built-in.a), except the UART driver
 (amba-pl011.o) and earlycon.o, with a TOTALS line; then vmlinux.
 Builds F first when it is stale (see: minitty build --help).
+
+--options: the bytes each minitty option adds. The options are those
+configs/tiny.config turns off (minitty-tiny). Each is built on
+minitty-tiny with the options it depends on (drivers/tty/Kconfig), as
+option flavour minitty-tiny+OPTION... in sandbox/build/, and compared
+with the build of those dependencies alone: the TTY/serial layer's
+TOTALS, vmlinux (text+data+bss) and scripts/bloat-o-meter's total
+(symbols). Then the totals of minitty-tiny and of minitty (the defaults:
+every option on).
 EOF
 	options_help size
 }
+
+# tiny_options: the minitty options, as configs/tiny.config lists them.
+tiny_options() {
+	sed -n 's/^CONFIG_\(MINITTY_[A-Z0-9_]*\)=n$/\1/p' "$CONFIGS/tiny.config"
+}
+
+# option_deps OPTION: the minitty options OPTION depends on, directly or
+# not, from its "depends on" lines in drivers/tty/Kconfig; deepest first.
+option_deps() {
+	local kconfig=$SANDBOX/linux/drivers/tty/Kconfig dep
+	while read -r dep; do
+		[[ $dep == MINITTY_SERIAL ]] && continue
+		option_deps "$dep"
+		echo "$dep"
+	done < <(awk -v o="config $1" '
+		$0 == o { in_it = 1; next }
+		/^(config|menuconfig|if|endif|menu|endmenu|source|choice)/ { in_it = 0 }
+		in_it && /^[ \t]+depends on/ {
+			while (match($0, /MINITTY_[A-Z0-9_]+/)) {
+				print substr($0, RSTART, RLENGTH)
+				$0 = substr($0, RSTART + RLENGTH)
+			}
+		}' "$kconfig") | awk '!seen[$0]++'
+}
+
+# option_flavour OPTION...: print the option flavour minitty-tiny+OPTION...
+# (the options in configs/tiny.config order) after writing its fragment.
+option_flavour() {
+	local name=minitty-tiny o out
+	for o in $(tiny_options); do
+		[[ " $* " == *" $o "* ]] && name+=+$o
+	done
+	if [[ $name != minitty-tiny ]]; then
+		out=$(flavour_build "$name")
+		mkdir -p "$out"
+		# rewritten only when it changes: a new file makes the build stale
+		tr '+' '\n' <<<"${name#minitty-tiny+}" | sed 's/^/CONFIG_/; s/$/=y/' >"$out/options.config.new"
+		if cmp -s "$out/options.config.new" "$out/options.config"; then
+			rm "$out/options.config.new"
+		else
+			mv "$out/options.config.new" "$out/options.config"
+		fi
+	fi
+	printf '%s\n' "$name"
+}
+
+# layer_bytes FLAVOUR: text+data+bss of the TTY/serial layer (size's TOTALS).
+layer_bytes() {
+	local out
+	local -a objs
+	out=$(flavour_build "$1")
+	mapfile -t objs < <(tty_objects "$out")
+	if ((${#objs[@]} == 0)); then
+		echo 0
+		return
+	fi
+	(cd "$out" && "${CROSS}size" -t "${objs[@]}") | awk '/\(TOTALS\)/ { print $4 }'
+}
+
+# vmlinux_bytes FLAVOUR: text+data+bss of vmlinux.
+vmlinux_bytes() {
+	"${CROSS}size" "$(flavour_build "$1")/vmlinux" | awk 'NR == 2 { print $4 }'
+}
+
+# bloat_total OLD NEW: scripts/bloat-o-meter's total change from flavour
+# OLD's vmlinux to NEW's. (Its nm parsing breaks on ARM's unnamed local
+# symbols: a wrapper leaves them out.)
+bloat_total() {
+	local tmp
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" RETURN
+	printf '#!/bin/sh\n%snm "$@" | awk '\''NF == 3'\''\n' "$CROSS" >"$tmp/x-nm"
+	chmod +x "$tmp/x-nm"
+	"$SANDBOX/linux/scripts/bloat-o-meter" -p "$tmp/x-" \
+		"$(flavour_build "$1")/vmlinux" "$(flavour_build "$2")/vmlinux" |
+		sed -n '1s/.*up\/down: .* (\(-\{0,1\}[0-9]*\))$/\1/p'
+}
+
+# size_of_options: the table of size --options.
+size_of_options() {
+	local o base flavour
+	local -a deps rows=()
+	[[ -f $CONFIGS/tiny.config ]] || die "size: configs/tiny.config is missing: no options to size"
+	ensure_current minitty-tiny >&2
+	for o in $(tiny_options); do
+		mapfile -t deps < <(option_deps "$o")
+		base=$(option_flavour "${deps[@]}")
+		flavour=$(option_flavour "${deps[@]}" "$o")
+		ensure_current "$base" >&2
+		ensure_current "$flavour" >&2
+		rows+=("$(printf '%-22s %-20s %9s %9s %9s' "$o" \
+			"$(IFS=,; echo "${deps[*]:--}")" \
+			"+$(($(layer_bytes "$flavour") - $(layer_bytes "$base")))" \
+			"+$(($(vmlinux_bytes "$flavour") - $(vmlinux_bytes "$base")))" \
+			"+$(bloat_total "$base" "$flavour")")")
+	done
+	ensure_current minitty >&2
+	say "minitty options: the bytes each adds to minitty-tiny with the options it needs"
+	printf '%-22s %-20s %9s %9s %9s\n' option needs "TTY layer" vmlinux "bloat-o-m"
+	printf '%s\n' "${rows[@]}"
+	printf '%-43s %9s %9s\n' "minitty-tiny (every option off)" \
+		"$(layer_bytes minitty-tiny)" "$(vmlinux_bytes minitty-tiny)"
+	printf '%-43s %9s %9s\n' "minitty (every option on)" \
+		"$(layer_bytes minitty)" "$(vmlinux_bytes minitty)"
+}
+
 
 # tty_objects OUT: the drivers/tty objects vmlinux links, in table order.
 tty_objects() {
@@ -34,8 +151,13 @@ cmd_size() {
 	no_args size
 	local flavour out
 	local -a objs
-	flavour=$(flavour_opt)
 	no_build_set
+	if [[ -n ${OPT_options:-} ]]; then
+		[[ -z ${OPT_flavour:-} ]] || usage_error "size: --options compares builds of minitty-tiny: no --flavour with it"
+		size_of_options
+		return
+	fi
+	flavour=$(flavour_opt)
 	ensure_current "$flavour" >&2
 	out=$(flavour_build "$flavour")
 	mapfile -t objs < <(tty_objects "$out")
