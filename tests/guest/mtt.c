@@ -39,7 +39,8 @@
  *                        ARG may be pgrp or sid: this process's own)
  *   poll in|out|inout MS poll the fd, record ret and revents
  *   select r|w|rw MS     select on the fd, record ret and the ready sets
- *   open [nonblock] [rdonly|wronly]  open /dev/ttyAMA0; it becomes the fd
+ *   open [nonblock] [rdonly|wronly] [devtty]  open /dev/ttyAMA0 (devtty:
+ *                        /dev/tty); it becomes the fd
  *   close                close the current fd, back to fd 0
  *   fd N                 use fd N (0, 1, or one returned by open)
  *   nonblock on|off      fcntl O_NONBLOCK on the current fd (restored at end)
@@ -52,6 +53,8 @@
  *                        (the child's watchdog ends OP after 3 s)
  *   orphan OP            as bg, but in an orphaned process group (its
  *                        parent exits first; the record says "orphan")
+ *   session OP           as bg, but in a new session (setsid(): no
+ *                        controlling terminal; the record says "session")
  *   ignore SIG           ignore signal SIG (TTIN, TTOU, ... as in the
  *                        signal counts), in this process and its children
  *   spawn OP             start OP in a child of the same process group
@@ -1025,7 +1028,9 @@ static pid_t child_start(struct word *w, int nw, char *err, int bg, int *rfd)
 				usleep(1000);
 		}
 		watchdog(bg ? 3 : 5);
-		if (bg)
+		if (bg == 3)
+			setsid();
+		else if (bg)
 			setpgid(0, 0);
 		cur_len = 0;
 		cur[0] = 0;
@@ -1071,13 +1076,15 @@ static void child_finish(pid_t pid, int fd, const char *tag)
 		out(" status=%x", st);
 }
 
-static void do_bg(struct word *w, int nw, char *err, int orphan)
+/* KIND: 1 bg, 2 orphan, 3 session (as child_start's BG) */
+static void do_bg(struct word *w, int nw, char *err, int kind)
 {
+	static const char *const tag[] = { "", "bg", "orphan", "session" };
 	int fd;
-	pid_t pid = child_start(w, nw, err, orphan ? 2 : 1, &fd);
+	pid_t pid = child_start(w, nw, err, kind, &fd);
 
 	if (pid > 0)
-		child_finish(pid, fd, orphan ? "orphan" : "bg");
+		child_finish(pid, fd, tag[kind]);
 }
 
 /* The spawned child: its pid and the read end of its record's pipe. */
@@ -1297,9 +1304,12 @@ static int run_op(struct word *w, int nw, char *err)
 	}
 	if (!strcmp(op, "open")) {
 		int fl = O_RDWR | O_NOCTTY;
+		const char *path = TTY_PATH;
 
 		for (i = 1; i < nw; i++) {
-			if (!strcmp(w[i].s, "nonblock"))
+			if (!strcmp(w[i].s, "devtty"))
+				path = "/dev/tty";
+			else if (!strcmp(w[i].s, "nonblock"))
 				fl |= O_NONBLOCK;
 			else if (!strcmp(w[i].s, "rdonly"))
 				fl = (fl & ~O_ACCMODE) | O_RDONLY;
@@ -1308,7 +1318,7 @@ static int run_op(struct word *w, int nw, char *err)
 			else
 				goto usage;
 		}
-		r = open(TTY_PATH, fl);
+		r = open(path, fl);
 		out_ret(r < 0 ? -1 : 0, errno);
 		if (r >= 0) {
 			if (nopened < 16)
@@ -1410,10 +1420,10 @@ static int run_op(struct word *w, int nw, char *err)
 		close(f);
 		return 0;
 	}
-	if (!strcmp(op, "bg") || !strcmp(op, "orphan")) {
+	if (!strcmp(op, "bg") || !strcmp(op, "orphan") || !strcmp(op, "session")) {
 		if (nw < 2)
 			goto usage;
-		do_bg(w + 1, nw - 1, err, op[0] == 'o');
+		do_bg(w + 1, nw - 1, err, op[0] == 'b' ? 1 : op[0] == 'o' ? 2 : 3);
 		return 0;
 	}
 	if (!strcmp(op, "ignore")) {
