@@ -20,9 +20,15 @@ Checks printed (docs/layout.md's suite format):
                                its tests/deviations entry lists (each of
                                which must still differ), and meets the
                                scenario's expectations on the other parts
-  PASS/FAIL diff-FLAVOUR:NAME  FLAVOUR (fulltty) equals the oracle exactly
+  PASS/FAIL diff-FLAVOUR:NAME  the same for another minitty flavour (its
+                               entries: the all-flavour ones and those of
+                               its [FLAVOUR] sections); fulltty must
+                               equal the oracle exactly
   PASS/FAIL diff-log:FLAVOUR   no Oops/BUG/WARNING/Kernel panic on the line
-  FAIL diff-deviation:NAME     an entry of tests/deviations names no scenario
+  FAIL diff-deviation:NAME     an entry of tests/deviations that applies to
+                               minitty names no scenario
+                               (diff-deviation-FLAVOUR:NAME for another
+                               minitty flavour)
 When a flavour cannot be built, one line says its comparison was not run.
 Results go to sandbox/logs/diff-FLAVOUR.json; one progress line per
 scenario as it ends.
@@ -437,6 +443,18 @@ def oracle_problems(sc, r):
     return expect_problems(sc, r, False, False)
 
 
+def known_flavours():
+    """The flavour names of configs/flavours (what a section of
+    tests/deviations may name)."""
+    names = set()
+    with open(os.path.join(ROOT, "configs", "flavours"), encoding="utf-8") as f:
+        for line in f:
+            w = line.split()
+            if w and not w[0].startswith("#"):
+                names.add(w[0])
+    return names
+
+
 def deviation_for(name, devs):
     """The Deviation whose pattern matches scenario NAME, or None."""
     for d in devs:
@@ -601,11 +619,12 @@ def compare_flavour(check, scens, devs, oracle, ref, second, other, why_not,
         dev = deviation_for(sc.name, devs)
         ok, title, details = compare(sc, a, b, dev, oracle, second)
         check(ok, name + title, details if (not ok or VERBOSE) else [])
-    # entries that name no scenario
+    # entries (of this flavour) that name no scenario
     if all_scenarios:
+        dprefix = "diff-deviation" if second == "minitty" else "diff-deviation-%s" % second
         for d in devs:
             if not any(fnmatch.fnmatchcase(sc.name, d.pattern) for sc in scens):
-                check(False, "diff-deviation:%s" % d.pattern,
+                check(False, "%s:%s" % (dprefix, d.pattern),
                       ["%s: names no scenario: remove this entry" % d.where])
 
 
@@ -647,7 +666,7 @@ def main():
     try:
         scens = [s for s in scn.load_all(os.path.join(HERE, "scenarios"))
                  if fnmatch.fnmatchcase(s.name, args.only)]
-        devs = scn.load_deviations(DEVIATIONS)
+        devs = scn.load_deviations(DEVIATIONS, known_flavours())
     except scn.ScenarioError as e:
         check(False, "diff:scenarios", [str(e)])
         print("%d passed, %d failed" % (passed, failed))
@@ -708,11 +727,14 @@ def main():
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 
-    # comparisons: tests/deviations applies to the minitty flavours only;
-    # a flavour with the full layer (the series' fulltty) must equal the
-    # oracle exactly
+    # comparisons: tests/deviations applies to the minitty flavours only
+    # (each its all-flavour entries and those of its sections); a flavour
+    # with the full layer (the series' fulltty) must equal the oracle
+    # exactly
     for second in flavours[1:]:
-        compare_flavour(check, scens, devs if second.startswith("minitty") else [],
+        compare_flavour(check, scens,
+                        scn.deviations_for(second, devs)
+                        if second.startswith("minitty") else [],
                         oracle, ref, second, results.get(second),
                         not_run.get(second), args.only == "*")
 
