@@ -76,6 +76,34 @@ def note(msg):
 
 # ---- running one scenario on one guest ------------------------------------
 
+INPUT_POINT_RE = re.compile(r" @in=(\d+|\?)")
+
+
+def input_point(n, steps):
+    """The input point of a call that completed when the line had received
+    N bytes of the scenario's input (mtt's " @in=N"): "after=sendK", K the
+    number of send steps whose bytes had all arrived (0: none), with "+X"
+    when X more bytes than all the steps' had come."""
+    if n == "?":
+        return "after=?"
+    n = int(n)
+    k, total = 0, 0
+    for st in steps:
+        if total + len(st.data) > n:
+            break
+        total += len(st.data)
+        k += 1
+    extra = n - total if k == len(steps) else 0
+    return "after=send%d%s" % (k, "+%d" % extra if extra else "")
+
+
+def input_points(report, steps):
+    """REPORT with each of mtt's input points " @in=N" made the send step
+    after which the call completed (" after=sendK"): the order of the
+    call's completion and the host's input, not a time."""
+    return INPUT_POINT_RE.sub(lambda m: " " + input_point(m.group(1), steps),
+                              report)
+
 def send_program(t, sc):
     """Type the mtt command; long programs go through a shell variable."""
     hx = sc.program.encode("utf-8").hex()
@@ -182,7 +210,8 @@ def run_scenario(t, sc):
         if 1 in seen:
             res["stream"] = bytes(t.transcript[sync_end:rep.start()])
         try:
-            res["report"] = bytes.fromhex(rep.group(1).decode()).decode("latin-1")
+            raw = bytes.fromhex(rep.group(1).decode()).decode("latin-1")
+            res["report"] = input_points(raw, sc.steps)
         except ValueError:
             res["status"] = "malformed"
             res["notes"].append("report is not hex")

@@ -2,7 +2,9 @@
 """Checks of the differential suite's own verdicts (run.py's compare()), on
 made-up results: a listed part waives only itself, an unlisted difference
 FAILs, a listed part that no longer differs FAILs, and minitty must meet
-the scenario's expectations. Prints PASS/FAIL lines (tests/suites/diff)."""
+the scenario's expectations; a call that completes at another point of the
+input differs; the [FLAVOUR] sections of tests/deviations apply to their
+flavours only. Prints PASS/FAIL lines (tests/suites/diff)."""
 
 import os
 import sys
@@ -73,6 +75,34 @@ def verdict(name, good, details):
 for name, a, b, parts, expect, want in CASES:
     ok, _, details = run.compare(sc(expect), a, b, dev(parts) if parts else None,
                                  "pristine", "minitty")
+    verdict(name, ok == want, ["verdict %s, want %s" % (ok, want)] + details)
+
+
+# ---- input points: when a call completed, relative to the host's sends -----
+
+STEPS = [scn.Step(1, 100, b"ab\r", 0, 0), scn.Step(1, 300, b"cd", 0, 0),
+         scn.Step(2, 300, b"\r", 0, 0)]
+for n, want in [("0", "after=send0"), ("2", "after=send0"), ("3", "after=send1"),
+                ("4", "after=send1"), ("5", "after=send2"), ("6", "after=send3"),
+                ("8", "after=send3+2"), ("?", "after=?")]:
+    got = run.input_point(n, STEPS)
+    verdict("input-point-%s" % n.replace("?", "unknown"), got == want,
+            ["@in=%s gave %s, want %s" % (n, got, want)])
+
+# A read that returns the same bytes but at another point of the input (a
+# VMIN/VTIME read that wakes early or late) is a difference of its op.
+TIMED = "mtt 1\n1 cfg std: r=0\n2 sync: 1\n3 read 10: r=3 d=\"ab\\n\" @in=%d\nend sigs=none\n"
+on_time = run.input_points(TIMED % 3, STEPS)
+late = run.input_points(TIMED % 5, STEPS)
+verdict("input-points-in-the-report", "r=3 d=\"ab\\n\" after=send1\n" in on_time
+        and "after=send2" in late, [on_time, late])
+for name, other, parts, want in [
+        ("wakeup-on-time", on_time, None, True),
+        ("wakeup-late-differs", late, None, False),
+        ("wakeup-late-listed", late, "op3", True),
+        ("wakeup-early-differs", run.input_points(TIMED % 0, STEPS), None, False)]:
+    ok, _, details = run.compare(sc(), result(on_time), result(other),
+                                 dev(parts) if parts else None, "pristine", "minitty")
     verdict(name, ok == want, ["verdict %s, want %s" % (ok, want)] + details)
 
 
