@@ -34,7 +34,11 @@ Results go to sandbox/logs/diff-FLAVOUR.json; one progress line per
 scenario as it ends.
 
 usage: run.py [--flavours pristine,minitty,fulltty] [--only GLOB]
-              [--compare-only] [--no-build] [--program NAME] [--verbose]
+              [--compare-only] [--no-build] [--program NAME] [--jobs N]
+              [--verbose]
+The flavours are built one after the other, then their guests run at
+once (--jobs N: N at a time), each in a child run.py --run-only on its
+own pty; the verdicts come once all have ended.
 Before any scenario, each guest runs mtt once: when it does not answer,
 one FAIL diff-boot:FLAVOUR says why and no scenario runs.
 """
@@ -66,6 +70,7 @@ MAX_CMD_HEX = 700        # the shell's line editor has a line length limit
 PROGRAM = b"mtt"
 
 VERBOSE = False
+RUN_ONLY = False        # a child of run_concurrently (progress as lines)
 
 
 def note(msg):
@@ -261,7 +266,7 @@ def ensure_built(flavour, build):
 def progress(line):
     """One line per scenario as it ends: a counter on a terminal, a line
     otherwise (a log, tests/run)."""
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() and not RUN_ONLY:
         sys.stdout.write("\r\x1b[Kdiff: " + line)
     else:
         sys.stdout.write("diff: " + line + "\n")
@@ -289,6 +294,7 @@ def run_flavour(flavour, scens):
     """Boot once, check that mtt answers, run every scenario; returns the
     results dict ("boot" starts with "failed" when no scenario ran)."""
     out = {"flavour": flavour, "boot": "ok", "scenarios": {}, "log": []}
+    t_begin = time.time()
     t = None
     reboots = 0
     i = 0
@@ -336,7 +342,49 @@ def run_flavour(flavour, scens):
         out["log"] += [p.decode("latin-1") for p in t.panic_lines()]
         t.close()
     out["log"] = sorted(set(out["log"]))
+    out["seconds"] = round(time.time() - t_begin, 1)
     return out
+
+
+def run_concurrently(flavours, args, jobs):
+    """Run the scenarios on FLAVOURS, JOBS guests at once: one child
+    run.py --run-only per flavour (its own QEMU and pty; the verdicts do
+    not depend on what runs beside it: each result is compared with the
+    oracle's part by part, input points are counts of bytes, not times).
+    Returns ({flavour: results}, {flavour: why not})."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--run-only",
+           "--only", args.only, "--program", PROGRAM.decode()]
+    if VERBOSE:
+        cmd.append("-v")
+    pending, running, results, why_not = list(flavours), {}, {}, {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                fl = pending.pop(0)
+                path = os.path.join(LOGDIR, "diff-%s.json" % fl)
+                if os.path.exists(path):
+                    os.unlink(path)      # never the results of an earlier run
+                running[subprocess.Popen(cmd + ["--flavours", fl],
+                                         stdin=subprocess.DEVNULL)] = fl
+            done = [p for p in running if p.poll() is not None]
+            if not done:
+                time.sleep(0.5)
+                continue
+            for p in done:
+                fl = running.pop(p)
+                try:
+                    results[fl] = load(fl)
+                except (OSError, ValueError) as e:
+                    why_not[fl] = "its run ended with exit %d and no results (%s)" % (
+                        p.returncode, e)
+    finally:
+        # interrupted: end the children (lib/qemu.sh's watcher then ends
+        # their guests)
+        for p in running:
+            p.terminate()
+        for p in running:
+            p.wait()
+    return results, why_not
 
 
 # ---- JSON -----------------------------------------------------------------
@@ -658,7 +706,7 @@ def compare_flavour(check, scens, devs, oracle, ref, second, other, why_not,
 
 
 def main():
-    global VERBOSE, PROGRAM
+    global VERBOSE, PROGRAM, RUN_ONLY
     ap = argparse.ArgumentParser()
     ap.add_argument("--flavours", default="pristine,minitty,fulltty",
                     help="the oracle first, then the flavours compared with it")
@@ -673,10 +721,15 @@ def main():
                     "of fulltty: --compare-only --flavours fulltty,LABEL)")
     ap.add_argument("--program", default="mtt",
                     help="the guest program to run the scenarios with")
+    ap.add_argument("--jobs", type=int, default=0, metavar="N",
+                    help="guests run at once, one per flavour (default: "
+                    "every flavour at once; 1: one after the other)")
+    ap.add_argument("--run-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     VERBOSE = args.verbose
     PROGRAM = args.program.encode()
+    RUN_ONLY = args.run_only
 
     passed = failed = 0
 
@@ -701,8 +754,15 @@ def main():
         print("%d passed, %d failed" % (passed, failed))
         return 1
     flavours = [f for f in args.flavours.split(",") if f]
+    if args.run_only:
+        # a child of run_concurrently: run, save, no verdicts
+        for fl in flavours:
+            res = run_flavour(fl, scens)
+            save(res)
+        return 0
     results = {}
     not_run = {}
+    to_run = []
     for fl in flavours:
         if args.compare_only:
             try:
@@ -710,27 +770,42 @@ def main():
             except (OSError, ValueError) as e:
                 not_run[fl] = "no saved results (%s)" % e
             continue
+        # built one after the other (one build at a time), run at once
         why = ensure_built(fl, not args.no_build)
         if why:
             not_run[fl] = why
-            continue
-        t0 = time.time()
-        results[fl] = run_flavour(fl, scens)
-        if sys.stdout.isatty():
-            sys.stdout.write("\n")
-        print("diff: %s: %d scenarios in %.0f s (%s)"
-              % (fl, len(results[fl]["scenarios"]), time.time() - t0,
-                 results[fl]["boot"]))
-        sys.stdout.flush()
-        if args.save_as:
-            results[fl]["flavour"] = args.save_as
-        save(results[fl])
-        if results[fl]["boot"].startswith("failed"):
-            # Every flavour boots the same initramfs: stop at the first
-            # guest that cannot run the scenarios.
-            for rest in flavours[flavours.index(fl) + 1:]:
-                not_run[rest] = "not run: the %s guest failed first" % fl
-            break
+        else:
+            to_run.append(fl)
+    jobs = args.jobs if args.jobs > 0 else len(to_run)
+    t_run = time.time()
+    if len(to_run) > 1 and jobs > 1 and not args.save_as:
+        ran, failed_runs = run_concurrently(to_run, args, jobs)
+        results.update(ran)
+        not_run.update(failed_runs)
+    else:
+        for fl in to_run:
+            results[fl] = run_flavour(fl, scens)
+            if sys.stdout.isatty():
+                sys.stdout.write("\n")
+            if args.save_as:
+                results[fl]["flavour"] = args.save_as
+            save(results[fl])
+            if results[fl]["boot"].startswith("failed"):
+                # Every flavour boots the same initramfs: stop at the first
+                # guest that cannot run the scenarios.
+                for rest in to_run[to_run.index(fl) + 1:]:
+                    not_run[rest] = "not run: the %s guest failed first" % fl
+                break
+    for fl in to_run:
+        if fl in results:
+            print("diff: %s: %d scenarios in %.0f s (%s)"
+                  % (fl, len(results[fl]["scenarios"]), results[fl]["seconds"],
+                     results[fl]["boot"]))
+    if len(to_run) > 1:
+        print("diff: %d flavours in %.0f s, %s" % (len(to_run), time.time() - t_run,
+              "%d guests at once" % min(jobs, len(to_run)) if jobs > 1
+              else "one after the other"))
+    sys.stdout.flush()
 
     # the first flavour is the oracle, each other one is compared with it
     oracle = flavours[0] if flavours else "pristine"
