@@ -264,8 +264,9 @@ def ensure_built(flavour, build):
 
 
 def progress(line):
-    """One line per scenario as it ends: a counter on a terminal, a line
-    otherwise (a log, tests/run)."""
+    """One line per scenario as it ends: a counter on a terminal (when one
+    flavour runs), a line otherwise (a log, tests/run, a child of
+    run_concurrently)."""
     if sys.stdout.isatty() and not RUN_ONLY:
         sys.stdout.write("\r\x1b[Kdiff: " + line)
     else:
