@@ -19,7 +19,11 @@ A file holds any number of scenarios.  Lines:
     expect-report-has "TEXT"           the fulltty report contains TEXT;
                                        {input_fnv} and {input_len} stand for
                                        the fnv1a32 (%08x) and length of all
-                                       the bytes the host sent
+                                       the bytes the host sent; the line of
+                                       an op that waits ends with its input
+                                       point, after=sendK: it returned once
+                                       the first K send lines' bytes (in
+                                       file order, from 1) had all come
     expect-report-re REGEX             the fulltty report matches REGEX
                                        (Python re, multiline, rest of line)
     expect-stream DATA                 the fulltty stream equals DATA
