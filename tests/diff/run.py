@@ -20,15 +20,25 @@ Checks printed (docs/layout.md's suite format):
                                its tests/deviations entry lists (each of
                                which must still differ), and meets the
                                scenario's expectations on the other parts
-  PASS/FAIL diff-FLAVOUR:NAME  FLAVOUR (fulltty) equals the oracle exactly
+  PASS/FAIL diff-FLAVOUR:NAME  the same for another minitty flavour (its
+                               entries: the all-flavour ones and those of
+                               its [FLAVOUR] sections); fulltty must
+                               equal the oracle exactly
   PASS/FAIL diff-log:FLAVOUR   no Oops/BUG/WARNING/Kernel panic on the line
-  FAIL diff-deviation:NAME     an entry of tests/deviations names no scenario
+  FAIL diff-deviation:NAME     an entry of tests/deviations that applies to
+                               minitty names no scenario
+                               (diff-deviation-FLAVOUR:NAME for another
+                               minitty flavour)
 When a flavour cannot be built, one line says its comparison was not run.
 Results go to sandbox/logs/diff-FLAVOUR.json; one progress line per
 scenario as it ends.
 
 usage: run.py [--flavours pristine,minitty,fulltty] [--only GLOB]
-              [--compare-only] [--no-build] [--program NAME] [--verbose]
+              [--compare-only] [--no-build] [--program NAME] [--jobs N]
+              [--verbose]
+The flavours are built one after the other, then their guests run at
+once (--jobs N: N at a time), each in a child run.py --run-only on its
+own pty; the verdicts come once all have ended.
 Before any scenario, each guest runs mtt once: when it does not answer,
 one FAIL diff-boot:FLAVOUR says why and no scenario runs.
 """
@@ -60,6 +70,7 @@ MAX_CMD_HEX = 700        # the shell's line editor has a line length limit
 PROGRAM = b"mtt"
 
 VERBOSE = False
+RUN_ONLY = False        # a child of run_concurrently (progress as lines)
 
 
 def note(msg):
@@ -69,6 +80,34 @@ def note(msg):
 
 
 # ---- running one scenario on one guest ------------------------------------
+
+INPUT_POINT_RE = re.compile(r" @in=(\d+|\?)")
+
+
+def input_point(n, steps):
+    """The input point of a call that completed when the line had received
+    N bytes of the scenario's input (mtt's " @in=N"): "after=sendK", K the
+    number of send steps whose bytes had all arrived (0: none), with "+X"
+    when X more bytes than all the steps' had come."""
+    if n == "?":
+        return "after=?"
+    n = int(n)
+    k, total = 0, 0
+    for st in steps:
+        if total + len(st.data) > n:
+            break
+        total += len(st.data)
+        k += 1
+    extra = n - total if k == len(steps) else 0
+    return "after=send%d%s" % (k, "+%d" % extra if extra else "")
+
+
+def input_points(report, steps):
+    """REPORT with each of mtt's input points " @in=N" made the send step
+    after which the call completed (" after=sendK"): the order of the
+    call's completion and the host's input, not a time."""
+    return INPUT_POINT_RE.sub(lambda m: " " + input_point(m.group(1), steps),
+                              report)
 
 def send_program(t, sc):
     """Type the mtt command; long programs go through a shell variable."""
@@ -176,7 +215,8 @@ def run_scenario(t, sc):
         if 1 in seen:
             res["stream"] = bytes(t.transcript[sync_end:rep.start()])
         try:
-            res["report"] = bytes.fromhex(rep.group(1).decode()).decode("latin-1")
+            raw = bytes.fromhex(rep.group(1).decode()).decode("latin-1")
+            res["report"] = input_points(raw, sc.steps)
         except ValueError:
             res["status"] = "malformed"
             res["notes"].append("report is not hex")
@@ -224,9 +264,10 @@ def ensure_built(flavour, build):
 
 
 def progress(line):
-    """One line per scenario as it ends: a counter on a terminal, a line
-    otherwise (a log, tests/run)."""
-    if sys.stdout.isatty():
+    """One line per scenario as it ends: a counter on a terminal (when one
+    flavour runs), a line otherwise (a log, tests/run, a child of
+    run_concurrently)."""
+    if sys.stdout.isatty() and not RUN_ONLY:
         sys.stdout.write("\r\x1b[Kdiff: " + line)
     else:
         sys.stdout.write("diff: " + line + "\n")
@@ -254,6 +295,7 @@ def run_flavour(flavour, scens):
     """Boot once, check that mtt answers, run every scenario; returns the
     results dict ("boot" starts with "failed" when no scenario ran)."""
     out = {"flavour": flavour, "boot": "ok", "scenarios": {}, "log": []}
+    t_begin = time.time()
     t = None
     reboots = 0
     i = 0
@@ -301,7 +343,49 @@ def run_flavour(flavour, scens):
         out["log"] += [p.decode("latin-1") for p in t.panic_lines()]
         t.close()
     out["log"] = sorted(set(out["log"]))
+    out["seconds"] = round(time.time() - t_begin, 1)
     return out
+
+
+def run_concurrently(flavours, args, jobs):
+    """Run the scenarios on FLAVOURS, JOBS guests at once: one child
+    run.py --run-only per flavour (its own QEMU and pty; the verdicts do
+    not depend on what runs beside it: each result is compared with the
+    oracle's part by part, input points are counts of bytes, not times).
+    Returns ({flavour: results}, {flavour: why not})."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--run-only",
+           "--only", args.only, "--program", PROGRAM.decode()]
+    if VERBOSE:
+        cmd.append("-v")
+    pending, running, results, why_not = list(flavours), {}, {}, {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                fl = pending.pop(0)
+                path = os.path.join(LOGDIR, "diff-%s.json" % fl)
+                if os.path.exists(path):
+                    os.unlink(path)      # never the results of an earlier run
+                running[subprocess.Popen(cmd + ["--flavours", fl],
+                                         stdin=subprocess.DEVNULL)] = fl
+            done = [p for p in running if p.poll() is not None]
+            if not done:
+                time.sleep(0.5)
+                continue
+            for p in done:
+                fl = running.pop(p)
+                try:
+                    results[fl] = load(fl)
+                except (OSError, ValueError) as e:
+                    why_not[fl] = "its run ended with exit %d and no results (%s)" % (
+                        p.returncode, e)
+    finally:
+        # interrupted: end the children (lib/qemu.sh's watcher then ends
+        # their guests)
+        for p in running:
+            p.terminate()
+        for p in running:
+            p.wait()
+    return results, why_not
 
 
 # ---- JSON -----------------------------------------------------------------
@@ -435,6 +519,18 @@ def oracle_problems(sc, r):
     if p:
         return p
     return expect_problems(sc, r, False, False)
+
+
+def known_flavours():
+    """The flavour names of configs/flavours (what a section of
+    tests/deviations may name)."""
+    names = set()
+    with open(os.path.join(ROOT, "configs", "flavours"), encoding="utf-8") as f:
+        for line in f:
+            w = line.split()
+            if w and not w[0].startswith("#"):
+                names.add(w[0])
+    return names
 
 
 def deviation_for(name, devs):
@@ -601,16 +697,17 @@ def compare_flavour(check, scens, devs, oracle, ref, second, other, why_not,
         dev = deviation_for(sc.name, devs)
         ok, title, details = compare(sc, a, b, dev, oracle, second)
         check(ok, name + title, details if (not ok or VERBOSE) else [])
-    # entries that name no scenario
+    # entries (of this flavour) that name no scenario
     if all_scenarios:
+        dprefix = "diff-deviation" if second == "minitty" else "diff-deviation-%s" % second
         for d in devs:
             if not any(fnmatch.fnmatchcase(sc.name, d.pattern) for sc in scens):
-                check(False, "diff-deviation:%s" % d.pattern,
+                check(False, "%s:%s" % (dprefix, d.pattern),
                       ["%s: names no scenario: remove this entry" % d.where])
 
 
 def main():
-    global VERBOSE, PROGRAM
+    global VERBOSE, PROGRAM, RUN_ONLY
     ap = argparse.ArgumentParser()
     ap.add_argument("--flavours", default="pristine,minitty,fulltty",
                     help="the oracle first, then the flavours compared with it")
@@ -625,10 +722,15 @@ def main():
                     "of fulltty: --compare-only --flavours fulltty,LABEL)")
     ap.add_argument("--program", default="mtt",
                     help="the guest program to run the scenarios with")
+    ap.add_argument("--jobs", type=int, default=0, metavar="N",
+                    help="guests run at once, one per flavour (default: "
+                    "every flavour at once; 1: one after the other)")
+    ap.add_argument("--run-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     VERBOSE = args.verbose
     PROGRAM = args.program.encode()
+    RUN_ONLY = args.run_only
 
     passed = failed = 0
 
@@ -647,14 +749,21 @@ def main():
     try:
         scens = [s for s in scn.load_all(os.path.join(HERE, "scenarios"))
                  if fnmatch.fnmatchcase(s.name, args.only)]
-        devs = scn.load_deviations(DEVIATIONS)
+        devs = scn.load_deviations(DEVIATIONS, known_flavours())
     except scn.ScenarioError as e:
         check(False, "diff:scenarios", [str(e)])
         print("%d passed, %d failed" % (passed, failed))
         return 1
     flavours = [f for f in args.flavours.split(",") if f]
+    if args.run_only:
+        # a child of run_concurrently: run, save, no verdicts
+        for fl in flavours:
+            res = run_flavour(fl, scens)
+            save(res)
+        return 0
     results = {}
     not_run = {}
+    to_run = []
     for fl in flavours:
         if args.compare_only:
             try:
@@ -662,27 +771,42 @@ def main():
             except (OSError, ValueError) as e:
                 not_run[fl] = "no saved results (%s)" % e
             continue
+        # built one after the other (one build at a time), run at once
         why = ensure_built(fl, not args.no_build)
         if why:
             not_run[fl] = why
-            continue
-        t0 = time.time()
-        results[fl] = run_flavour(fl, scens)
-        if sys.stdout.isatty():
-            sys.stdout.write("\n")
-        print("diff: %s: %d scenarios in %.0f s (%s)"
-              % (fl, len(results[fl]["scenarios"]), time.time() - t0,
-                 results[fl]["boot"]))
-        sys.stdout.flush()
-        if args.save_as:
-            results[fl]["flavour"] = args.save_as
-        save(results[fl])
-        if results[fl]["boot"].startswith("failed"):
-            # Every flavour boots the same initramfs: stop at the first
-            # guest that cannot run the scenarios.
-            for rest in flavours[flavours.index(fl) + 1:]:
-                not_run[rest] = "not run: the %s guest failed first" % fl
-            break
+        else:
+            to_run.append(fl)
+    jobs = args.jobs if args.jobs > 0 else len(to_run)
+    t_run = time.time()
+    if len(to_run) > 1 and jobs > 1 and not args.save_as:
+        ran, failed_runs = run_concurrently(to_run, args, jobs)
+        results.update(ran)
+        not_run.update(failed_runs)
+    else:
+        for fl in to_run:
+            results[fl] = run_flavour(fl, scens)
+            if sys.stdout.isatty():
+                sys.stdout.write("\n")
+            if args.save_as:
+                results[fl]["flavour"] = args.save_as
+            save(results[fl])
+            if results[fl]["boot"].startswith("failed"):
+                # Every flavour boots the same initramfs: stop at the first
+                # guest that cannot run the scenarios.
+                for rest in to_run[to_run.index(fl) + 1:]:
+                    not_run[rest] = "not run: the %s guest failed first" % fl
+                break
+    for fl in to_run:
+        if fl in results:
+            print("diff: %s: %d scenarios in %.0f s (%s)"
+                  % (fl, len(results[fl]["scenarios"]), results[fl]["seconds"],
+                     results[fl]["boot"]))
+    if len(to_run) > 1:
+        print("diff: %d flavours in %.0f s, %s" % (len(to_run), time.time() - t_run,
+              "%d guests at once" % min(jobs, len(to_run)) if jobs > 1
+              else "one after the other"))
+    sys.stdout.flush()
 
     # the first flavour is the oracle, each other one is compared with it
     oracle = flavours[0] if flavours else "pristine"
@@ -708,11 +832,14 @@ def main():
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 
-    # comparisons: tests/deviations applies to the minitty flavours only;
-    # a flavour with the full layer (the series' fulltty) must equal the
-    # oracle exactly
+    # comparisons: tests/deviations applies to the minitty flavours only
+    # (each its all-flavour entries and those of its sections); a flavour
+    # with the full layer (the series' fulltty) must equal the oracle
+    # exactly
     for second in flavours[1:]:
-        compare_flavour(check, scens, devs if second.startswith("minitty") else [],
+        compare_flavour(check, scens,
+                        scn.deviations_for(second, devs)
+                        if second.startswith("minitty") else [],
                         oracle, ref, second, results.get(second),
                         not_run.get(second), args.only == "*")
 

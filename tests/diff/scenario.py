@@ -19,7 +19,11 @@ A file holds any number of scenarios.  Lines:
     expect-report-has "TEXT"           the fulltty report contains TEXT;
                                        {input_fnv} and {input_len} stand for
                                        the fnv1a32 (%08x) and length of all
-                                       the bytes the host sent
+                                       the bytes the host sent; the line of
+                                       an op that waits ends with its input
+                                       point, after=sendK: it returned once
+                                       the first K send lines' bytes (in
+                                       file order, from 1) had all come
     expect-report-re REGEX             the fulltty report matches REGEX
                                        (Python re, multiline, rest of line)
     expect-stream DATA                 the fulltty stream equals DATA
@@ -246,24 +250,56 @@ PART_RE = re.compile(r"op\d+|sigs|stream|stream:s\d+")
 
 
 class Deviation:
-    def __init__(self, pattern, parts, reason, where):
+    def __init__(self, pattern, parts, reason, where, flavours=None):
         self.pattern, self.parts, self.reason, self.where = \
             pattern, parts, reason, where
+        # None: every minitty flavour; else the set of flavours the
+        # entry's section names
+        self.flavours = flavours
+
+    def applies_to(self, flavour):
+        return self.flavours is None or flavour in self.flavours
 
 
-def load_deviations(path):
+# A section header of tests/deviations: [FLAVOUR] or [FLAVOUR,FLAVOUR..].
+SECTION_RE = re.compile(r"\[([^\]]*)\]")
+MINITTY_FLAVOUR_RE = re.compile(r"minitty[a-z0-9-]*")
+
+
+def load_deviations(path, known=None):
     """tests/deviations: 'NAME PARTS REASON' per line, '#' comments.  NAME
     is a scenario name or a shell glob; PARTS a comma-separated list of
-    what may differ (PART_RE).  Returns a list of Deviation."""
+    what may differ (PART_RE).  Entries before any section header apply to
+    every minitty flavour; a line [FLAVOUR] (or [F1,F2]) starts a section
+    whose entries apply to those flavours only.  KNOWN, when given, is the
+    set of flavour names a section may name.  Returns a list of
+    Deviation."""
     devs = []
     if not os.path.exists(path):
         return devs
+    section = None
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
             where = "deviations:%d" % lineno
+            m = SECTION_RE.fullmatch(line)
+            if m:
+                names = [n.strip() for n in m.group(1).split(",")]
+                bad = [n for n in names if not MINITTY_FLAVOUR_RE.fullmatch(n)]
+                if bad:
+                    raise ScenarioError("%s: %s: a section names minitty "
+                                        "flavours (minitty...), comma-separated"
+                                        % (where, ",".join(bad) or "[]"))
+                unknown = [n for n in names if known is not None and n not in known]
+                if unknown:
+                    raise ScenarioError("%s: %s is not a flavour of configs/flavours"
+                                        % (where, ",".join(unknown)))
+                section = set(names)
+                continue
+            if line.startswith("["):
+                raise ScenarioError("%s: want a section header [FLAVOUR,..]" % where)
             w = line.split(None, 2)
             if len(w) < 3:
                 raise ScenarioError("%s: want 'NAME PARTS REASON'" % where)
@@ -272,5 +308,15 @@ def load_deviations(path):
             if bad:
                 raise ScenarioError("%s: %s is not a part (opN, sigs, stream, "
                                     "stream:sN)" % (where, ",".join(bad)))
-            devs.append(Deviation(w[0], set(parts), w[2], where))
+            if section is not None:
+                where += " [%s]" % ",".join(sorted(section))
+            devs.append(Deviation(w[0], set(parts), w[2], where, section))
     return devs
+
+
+def deviations_for(flavour, devs):
+    """The entries that apply to FLAVOUR, those of its sections first (an
+    entry of a flavour's section overrides an all-flavour entry of the same
+    scenario)."""
+    own = [d for d in devs if d.flavours is not None and flavour in d.flavours]
+    return own + [d for d in devs if d.flavours is None]

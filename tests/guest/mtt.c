@@ -82,7 +82,11 @@
  * with TCSETSF (drain output, drop unread input), the fd flags, the line
  * discipline and the window size, then prints the report.  The record has
  * one line per op: "<n> <op words>: <result>".  Results never contain
- * timings.  Uses nothing but the serial device (and /dev/kmsg,
+ * timings; the ops that wait (read, rall, poll, select, conread, apply
+ * w|f|w2|f2, ioctl TCSBRK) end their result with the input point
+ * " @in=N": the bytes the line had received (TIOCGICOUNT rx) since mtt
+ * started when the call completed ("?" when unknown), which the host
+ * turns into the input step after which it completed ("after=sendK").  Uses nothing but the serial device (and /dev/kmsg,
  * /dev/console for the ops that name them).
  */
 #define _GNU_SOURCE
@@ -303,6 +307,8 @@ static struct winsize saved_ws;
 static int opened[16], nopened;
 static int syncn;
 static struct serial_icounter_struct icbase;
+static int inbase_ok;			/* rx count at the start (input points) */
+static int inbase;
 static unsigned char *bad_unmap, *bad_ro, *bad_edge;
 
 static int num(const char *s, long *v);
@@ -1113,8 +1119,55 @@ static void do_reap(void)
 	spawn_fd = -1;
 }
 
-/* Run one op; append its result to cur.  Returns -1 on a syntax error. */
+/*
+ * The input point: how many bytes the line (fd 0) had received since mtt
+ * started when a call completed (TIOCGICOUNT rx, counted by the UART
+ * driver as bytes arrive, before any line discipline sees them).  The host
+ * turns it into the scenario step after which the call completed.
+ */
+static void out_input_point(void)
+{
+	struct serial_icounter_struct s;
+
+	if (inbase_ok && ioctl(0, TIOCGICOUNT, &s) == 0)
+		out(" @in=%d", s.rx - inbase);
+	else
+		out(" @in=?");
+}
+
+/* The ops whose completion is placed relative to the input: those that
+ * wait for input or for output to drain. */
+static int waits(struct word *w, int nw)
+{
+	static const char *const ops[] = {
+		"read", "rall", "poll", "select", "conread",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(w[0].s, ops[i]))
+			return 1;
+	if (!strcmp(w[0].s, "apply") && nw > 1 &&
+	    (w[1].s[0] == 'w' || w[1].s[0] == 'f'))
+		return 1;		/* TCSETSW/TCSETSF: drain first */
+	return !strcmp(w[0].s, "ioctl") && nw > 1 &&
+	       !strcmp(w[1].s, "TCSBRK");	/* tcdrain or a break */
+}
+
+static int run_op1(struct word *w, int nw, char *err);
+
+/* Run one op; append its result to cur, and the input point to that of an
+ * op that waits.  Returns -1 on a syntax error. */
 static int run_op(struct word *w, int nw, char *err)
+{
+	int r = run_op1(w, nw, err);
+
+	if (r == 0 && waits(w, nw))
+		out_input_point();
+	return r;
+}
+
+static int run_op1(struct word *w, int nw, char *err)
 {
 	const char *op = w[0].s;
 	long v = 0, v2 = 0;
@@ -1566,6 +1619,12 @@ int main(int argc, char **argv)
 	if (ioctl(0, TIOCGETD, &saved_ldisc) < 0)
 		saved_ldisc = -1;
 	saved_ws_ok = ioctl(0, TIOCGWINSZ, &saved_ws) == 0;
+	{
+		struct serial_icounter_struct s = { 0 };
+
+		inbase_ok = ioctl(0, TIOCGICOUNT, &s) == 0;
+		inbase = s.rx;
+	}
 	memset(&work, 0, sizeof(work));
 	if (ioctl(0, TCGETS2, &work) < 0)
 		memcpy(&work, &saved, sizeof(saved));
