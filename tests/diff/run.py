@@ -87,14 +87,17 @@ INPUT_POINT_RE = re.compile(r" @in=(\d+|\?)")
 def input_point(n, steps):
     """The input point of a call that completed when the line had received
     N bytes of the scenario's input (mtt's " @in=N"): "after=sendK", K the
-    number of send steps whose bytes had all arrived (0: none), with "+X"
-    when X more bytes than all the steps' had come."""
+    number of send steps whose bytes had begun to arrive (0: none), with
+    "+X" when X more bytes than all the steps' had come. (Begun, not all
+    arrived: mtt counts the bytes after the call returns, and the rest of
+    the step that woke it may or may not be in by then. The next step is
+    ~300 ms later, well after the count.)"""
     if n == "?":
         return "after=?"
     n = int(n)
     k, total = 0, 0
     for st in steps:
-        if total + len(st.data) > n:
+        if n <= total:
             break
         total += len(st.data)
         k += 1

@@ -23,7 +23,7 @@ A file holds any number of scenarios.  Lines:
                                        an op that waits ends with its input
                                        point, after=sendK: it returned once
                                        the first K send lines' bytes (in
-                                       file order, from 1) had all come
+                                       file order, from 1) had begun to come
     expect-report-re REGEX             the fulltty report matches REGEX
                                        (Python re, multiline, rest of line)
     expect-stream DATA                 the fulltty stream equals DATA

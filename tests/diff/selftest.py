@@ -82,8 +82,8 @@ for name, a, b, parts, expect, want in CASES:
 
 STEPS = [scn.Step(1, 100, b"ab\r", 0, 0), scn.Step(1, 300, b"cd", 0, 0),
          scn.Step(2, 300, b"\r", 0, 0)]
-for n, want in [("0", "after=send0"), ("2", "after=send0"), ("3", "after=send1"),
-                ("4", "after=send1"), ("5", "after=send2"), ("6", "after=send3"),
+for n, want in [("0", "after=send0"), ("2", "after=send1"), ("3", "after=send1"),
+                ("4", "after=send2"), ("5", "after=send2"), ("6", "after=send3"),
                 ("8", "after=send3+2"), ("?", "after=?")]:
     got = run.input_point(n, STEPS)
     verdict("input-point-%s" % n.replace("?", "unknown"), got == want,
