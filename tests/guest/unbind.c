@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <asm/termbits.h>
 
 #define TTY_PATH "/dev/ttyAMA0"
@@ -289,21 +290,26 @@ static void on_alarm(int sig)
 int main(int argc, char **argv)
 {
 	int cycles = argc > 1 ? atoi(argv[1]) : 1, i, fd = -1;
-	char link[PATH_MAX], *dev;
 	struct sigaction sa = { .sa_handler = on_alarm };
-	ssize_t n;
+	char dev[NAME_MAX + 1] = "";
+	struct dirent *de;
+	DIR *d;
 
 	if (cycles < 1 || cycles > MAX_CYCLES) {
 		fprintf(stderr, "usage: unbind [CYCLES (1-%d)]\n", MAX_CYCLES);
 		return 2;
 	}
-	n = readlink("/sys/class/tty/ttyAMA0/device", link, sizeof(link) - 1);
-	if (n < 0) {
-		perror("unbind: /sys/class/tty/ttyAMA0/device");
+	/* the PL011 (QEMU's virt has one): the driver's link to it */
+	d = opendir(DRIVER);
+	while (d && (de = readdir(d)))
+		if (de->d_type == DT_LNK && strcmp(de->d_name, "module"))
+			snprintf(dev, sizeof(dev), "%s", de->d_name);
+	if (d)
+		closedir(d);
+	if (!dev[0]) {
+		fprintf(stderr, "unbind: no device in %s\n", DRIVER);
 		return 1;
 	}
-	link[n] = 0;
-	dev = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
 
 	if (fork())
 		return 0;
@@ -325,6 +331,8 @@ int main(int argc, char **argv)
 	}
 	if (fd < 0)
 		return 1;
+	/* a writer that failed to return left the output held */
+	ioctl(fd, TCXONC, TCOON);
 	say("unbind: result %s cycles %d\n", failed ? "FAIL" : "ok", cycles);
 	if (write(fd, report, strlen(report)) < 0)
 		return 1;
