@@ -14,10 +14,11 @@
  * and what read, write, poll, an ioctl and close then return on the open
  * file, as for a hung up tty (tty_io.c: hung_up_tty_fops); checks that a
  * new open fails; binds the PL011 again. The console being the port, it
- * is silent meanwhile; at the end it opens the new port and prints one
- * line per cycle and the verdict:
+ * is silent meanwhile; at the end it opens the new port, waits for the
+ * shell that init starts on it, and prints the lines of the first cycle,
+ * those of any cycle that failed, and the verdict:
  *
- *     unbind: cycle 1 reader r=0 ... ok
+ *     unbind: cycle 1 reader blocked 0 read 0 write EIO ... ok
  *     unbind: result ok cycles 1
  *
  * "FAIL" in place of "ok" names what differed. The host checks the
@@ -282,6 +283,36 @@ static void cycle(int n, const char *dev)
 		failed = 1;
 }
 
+/*
+ * Whether another process has the port as its stdin: the shell that init
+ * starts again on the new port. Until then, the last close of the port
+ * would drop what the host typed meanwhile.
+ */
+static int shell_on_port(void)
+{
+	char path[NAME_MAX + 16], link[64];
+	struct dirent *de;
+	int found = 0;
+	ssize_t n;
+	DIR *d;
+
+	d = opendir("/proc");
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    atoi(de->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd/0", de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			found = !strcmp(link, TTY_PATH);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
@@ -334,6 +365,8 @@ int main(int argc, char **argv)
 	/* a writer that failed to return left the output held */
 	ioctl(fd, TCXONC, TCOON);
 	say("unbind: result %s cycles %d\n", failed ? "FAIL" : "ok", cycles);
+	for (i = 0; i < 300 && !shell_on_port(); i++)
+		poll(NULL, 0, 100);
 	if (write(fd, report, strlen(report)) < 0)
 		return 1;
 	ioctl(fd, TCSBRK, 1);
