@@ -7,7 +7,8 @@ MINITTY := bin/minitty
 # boots a shell, rootfs, then the suites. Warm: only what changed. A tree
 # whose commits differ from patches/ (after a git pull, say) fails here.
 # The oracle (n_tty from the pristine tree) is built too: the differential
-# suite compares the others with it.
+# suite compares the others with it. So are the SMP debug flavours, on
+# which the differential suite and the stress run (MINITTY_SMP_FLAVOURS).
 test: setup
 	@set -e; $(MINITTY) patch; \
 	flavours=$$($(MINITTY) flavours --buildable --shell); \
@@ -19,8 +20,11 @@ test: setup
 	done; \
 	oracle=$$($(MINITTY) flavours --oracle); \
 	for f in $$oracle; do $(MINITTY) build --flavour $$f; done; \
+	smp=$$($(MINITTY) flavours --buildable --smp); \
+	for f in $$smp; do $(MINITTY) build --flavour $$f; done; \
 	$(MINITTY) rootfs; \
-	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" tests/run
+	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" \
+		MINITTY_SMP_FLAVOURS="$$(echo $$smp)" tests/run
 
 setup:
 	@$(MINITTY) setup

@@ -33,7 +33,7 @@ die() { warn "$*"; exit "$EX_FAIL"; }
 usage_error() { warn "$*"; exit "$EX_USAGE"; }
 
 # The modules of bin/minitty, in load order (lib/NAME.sh).
-MINITTY_MODULES=(common setup patch build rootfs guest tools bench)
+MINITTY_MODULES=(common setup patch build rootfs guest tools bench stress)
 
 # errexit_run CMD...: run CMD (a program or any function of this shell)
 # in a new bash with errexit on. Bash ignores `set -e` inside a function

@@ -31,14 +31,14 @@ need_shell() {
 # The guest options of boot and run.
 guest_opts() {
 	echo "append|a|ARGS|more kernel command line (after console=ttyAMA0 rdinit=/init panic=-1)"
-	echo "smp||N|CPUs (default 1)"
+	echo "smp||N|CPUs (default 1; 2 for the -smp flavours)"
 	echo "memory|m|M|memory in MiB (default 64)"
 	echo "add||DIR|lay host directory DIR over the guest's root (an archive appended to the initramfs)"
 }
 # guest_opts_check CMD: usage errors for the guest options; sets ADD_DIRS.
 declare -a ADD_DIRS=()
 guest_opts_check() {
-	[[ ${OPT_smp:-1} =~ ^[1-8]$ ]] || usage_error "$1: --smp needs 1 to 8 CPUs, not '${OPT_smp}'"
+	[[ -z ${OPT_smp:-} || $OPT_smp =~ ^[1-8]$ ]] || usage_error "$1: --smp needs 1 to 8 CPUs, not '${OPT_smp}'"
 	[[ ${OPT_memory:-64} =~ ^[1-9][0-9]*$ ]] || usage_error "$1: --memory needs a size in MiB, not '${OPT_memory}'"
 	ADD_DIRS=()
 	if [[ -n ${OPT_add:-} ]]; then
@@ -92,7 +92,7 @@ cmd_boot() {
 	local append=${OPT_login:+minitty.login=1}
 	append+=${OPT_append:+${append:+ }$OPT_append}
 	errexit_run qemu_launch "$RUN_DIR" "$flavour" "$log" "${OPT_gdb_wait:-0}" \
-		"$append" "${OPT_smp:-1}" "${OPT_memory:-64}" "${ADD_DIRS[@]}" || exit "$EX_FAIL"
+		"$append" "${OPT_smp:-}" "${OPT_memory:-64}" "${ADD_DIRS[@]}" || exit "$EX_FAIL"
 	say "boot $flavour: pid $(cat "$RUN_DIR/pid"), serial $(cat "$RUN_DIR/serial"), gdb $(cat "$RUN_DIR/gdb")"
 	if [[ -n ${OPT_gdb_wait:-} ]]; then
 		say "  the CPU waits for gdb: minitty debug (then 'continue')"
@@ -291,7 +291,8 @@ cmd_run() {
 	# A kernel that does not build cannot be tested: 125 (git bisect skips).
 	errexit_run guest_prepare "$flavour" "$NO_BUILD" >&2 || exit 125
 	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}"
-		--smp "${OPT_smp:-1}" --memory "${OPT_memory:-64}")
+		--memory "${OPT_memory:-64}")
+	[[ -n ${OPT_smp:-} ]] && opts+=(--smp "$OPT_smp")
 	[[ -n ${OPT_login:-} ]] && opts+=(--login)
 	[[ -n ${OPT_append:-} ]] && opts+=(--append "$OPT_append")
 	((${#ADD_DIRS[@]})) && opts+=(--add "${ADD_DIRS[0]}")

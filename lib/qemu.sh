@@ -5,6 +5,7 @@
 #   lib/qemu.sh RUN_DIR FLAVOUR SERIAL_LOG [GDB_WAIT(0|1)] [EXTRA_APPEND]
 #               [SMP] [MEMORY_MB] [ADD_DIR...]
 # starts a daemonized guest and writes RUN_DIR/{flavour,pid,serial,gdb}.
+# An empty SMP is the flavour's number of CPUs (qemu_default_smp).
 # Exit 1 with a message on stderr when QEMU does not start.
 
 # (at source time: inside a function, BASH_SOURCE may name another file)
@@ -39,13 +40,19 @@ add_archive() {
 	) | "$tool" - | gzip -n
 }
 
+# qemu_default_smp FLAVOUR: the CPUs of FLAVOUR's guests unless asked
+# otherwise: 2 for the SMP debug flavours (configs/flavours: *-smp), else 1.
+qemu_default_smp() {
+	if [[ $1 == *-smp ]]; then echo 2; else echo 1; fi
+}
+
 free_port() {
 	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # qemu_launch RUN_DIR FLAVOUR SERIAL_LOG GDB_WAIT EXTRA_APPEND SMP MEMORY ADD_DIR...
 qemu_launch() {
-	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-} smp=${6:-1} mem=${7:-64}
+	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-} smp=${6:-} mem=${7:-64}
 	shift $(($# < 7 ? $# : 7))
 	local sandbox=$QEMU_SANDBOX
 	local kernel=$sandbox/build/$flavour/arch/arm/boot/zImage
@@ -53,6 +60,7 @@ qemu_launch() {
 	local port try pty d
 	local -a stop=()
 	[[ $gdb_wait == 1 ]] && stop=(-S)
+	[[ -n $smp ]] || smp=$(qemu_default_smp "$flavour")
 	[[ $smp =~ ^[1-8]$ ]] || { echo "minitty: boot: --smp needs 1 to 8 CPUs, not '$smp'" >&2; return 2; }
 	[[ $mem =~ ^[1-9][0-9]*$ ]] || { echo "minitty: boot: --memory needs a size in MiB, not '$mem'" >&2; return 2; }
 	for f in "$kernel" "$initrd"; do

@@ -176,10 +176,11 @@ flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
 	echo "oracle|||only the oracle flavours (the differential suite's reference)"
+	echo "smp|||only the SMP debug flavours (make test runs the differential suite and the stress on them)"
 }
 flavours_help() {
 	cat <<EOF
-usage: minitty flavours [--buildable] [--shell] [--oracle]
+usage: minitty flavours [--buildable] [--shell] [--oracle] [--smp]
 The flavours of configs/flavours with their fragments and meaning; with
 an option, only their names. --buildable configures each flavour as
 build does, but aside (sandbox/build/F/.minitty-query.config, again only
@@ -193,7 +194,7 @@ cmd_flavours() {
 	parse_options flavours "$@"
 	no_args flavours
 	local f
-	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-} ]]; then
+	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-}${OPT_smp:-} ]]; then
 		for f in $(flavour_names); do
 			printf '%-14s %-20s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
 		done
@@ -202,6 +203,7 @@ cmd_flavours() {
 	for f in $(flavour_names); do
 		[[ -n ${OPT_shell:-} && $(flavour_field "$f" 4) != yes ]] && continue
 		[[ -n ${OPT_oracle:-} && $(flavour_field "$f" 4) != oracle ]] && continue
+		[[ -n ${OPT_smp:-} && $(flavour_field "$f" 4) != smp ]] && continue
 		if [[ -n ${OPT_buildable:-} ]]; then
 			ensure_tree "$f" >&2
 			flavour_buildable "$f" || continue

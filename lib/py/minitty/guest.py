@@ -154,7 +154,7 @@ class Guest:
 
     def __init__(self, flavour="fulltty", login=False, extra_append="",
                  boot_timeout=120, user="root", password=None, gdb_wait=False,
-                 smp=1, memory=64, add=()):
+                 smp=None, memory=64, add=()):
         self.flavour = flavour
         self.smp = smp
         self.memory = memory
@@ -199,7 +199,8 @@ class Guest:
                                       self.extra_append) if a)
         res = subprocess.run(
             ["bash", LAUNCH, self.run_dir, self.flavour, self.serial_log,
-             "1" if self.gdb_wait else "0", append, str(self.smp),
+             "1" if self.gdb_wait else "0", append,
+             "" if self.smp is None else str(self.smp),
              str(self.memory), *self.add],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=dict(os.environ, MINITTY_GUEST_OWNER=str(os.getpid())))
@@ -471,7 +472,8 @@ def main(argv):
                    help="seconds CMD may run")
     r.add_argument("--boot-timeout", type=float, default=120)
     r.add_argument("--append", default="")
-    r.add_argument("--smp", type=int, default=1)
+    r.add_argument("--smp", type=int, default=None,
+                   help="CPUs (default: 1; 2 for the -smp flavours)")
     r.add_argument("--memory", type=int, default=64)
     r.add_argument("--add", action="append", default=[])
     r.add_argument("cmd", nargs=argparse.REMAINDER)

@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# stress: the serial port under load, faults and floods (tests/stress/stress.py).
+
+STRESS_PY=$MINITTY_ROOT/tests/stress/stress.py
+
+stress_options() {
+	echo "quick|q||20 s of tty stress, 3 unbind cycles, 64 KiB transfer (make test runs this)"
+	echo "$FLAVOUR_OPTION"
+	echo "seed|s|N|seed of the random choices and bytes (default 11)"
+	echo "out|o|DIR|report directory (default sandbox/stress/F; --quick: sandbox/stress/F-quick)"
+	no_build_opt
+}
+stress_help() {
+	cat <<EOF
+usage: minitty stress [--quick] [--flavour F] [--seed N] [--out DIR]
+Boot one guest of flavour F (2 CPUs for the -smp flavours) and, in it:
+  tty stress  4 processes opening, closing, reading, writing, polling and
+              changing the termios of ttyAMA0 at random (tests/guest/stress.c)
+              for 300 s (--quick: 20 s) while the host floods the line with
+              random bytes (every byte value); no call may fail but with
+              EAGAIN or EINTR;
+  unbind      50 (--quick: 3) removals of the port (PL011 unbind, bind) with
+              a reader, a writer, a poller and a TIOCMIWAIT blocked on it
+              (tests/guest/unbind.c): each must return, and the open files
+              answer as hung up;
+  transfer    1 MiB (--quick: 64 KiB) of random bytes host to guest in raw
+              mode, checksummed in the guest: bytes lost.
+Then the serial log is checked for Oops, BUG, WARNING, lockdep, KASAN,
+UBSAN, hung tasks and RCU stalls. Writes DIR/report.md (load held, faults
+injected and survived, inputs tried, bytes lost, splats) and
+DIR/results.json, prints the report, and fails when any phase did.
+EOF
+	options_help stress
+}
+
+cmd_stress() {
+	parse_options stress "$@"
+	no_args stress
+	local flavour out seed=${OPT_seed:-11}
+	local -a quick=()
+	[[ $seed =~ ^[0-9]+$ ]] || usage_error "stress: --seed needs a number, not '$seed'"
+	flavour=$(flavour_opt)
+	need_shell stress "$flavour"
+	no_build_set
+	[[ -n ${OPT_quick:-} ]] && quick=(--quick)
+	out=${OPT_out:-$SANDBOX/stress/$flavour${OPT_quick:+-quick}}
+	ensure_current "$flavour"
+	build_rootfs >/dev/null
+	mkdir -p "$out"
+	say "stress${OPT_quick:+ --quick} $flavour: report in ${out#"$MINITTY_ROOT"/}"
+	"$PYTHON" "$STRESS_PY" --flavour "$flavour" --seed "$seed" --out "$out" "${quick[@]}" ||
+		die "stress: failed (see ${out#"$MINITTY_ROOT"/}/report.md)"
+	step "done" "${out#"$MINITTY_ROOT"/}/report.md"
+}
