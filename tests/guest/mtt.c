@@ -469,7 +469,7 @@ static const struct flagdef {
 	{ "cr1", FO, CRDLY, CR1 }, { "cr2", FO, CRDLY, CR2 },
 	{ "cr3", FO, CRDLY, CR3 }, { "bs1", FO, BSDLY, BS1 },
 	{ "vt1", FO, VTDLY, VT1 }, { "ff1", FO, FFDLY, FF1 },
-	{ "b9600", FC, CBAUD, B9600 }, { "b38400", FC, CBAUD, B38400 },
+	{ "b0", FC, CBAUD, B0 }, { "b9600", FC, CBAUD, B9600 }, { "b38400", FC, CBAUD, B38400 },
 	{ "b57600", FC, CBAUD, B57600 }, { "b115200", FC, CBAUD, B115200 },
 	{ "b0", FC, CBAUD, B0 },
 	{ "cs5", FC, CSIZE, CS5 }, { "cs6", FC, CSIZE, CS6 },
