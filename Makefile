@@ -8,7 +8,7 @@ MINITTY := bin/minitty
 # whose commits differ from patches/ (after a git pull, say) fails here.
 # The oracle (n_tty from the pristine tree) is built too: the differential
 # suite compares the others with it. So are the SMP debug flavours, on
-# which the differential suite and the stress run (MINITTY_SMP_FLAVOURS).
+# which the stress and the differential suite run (MINITTY_SMP_FLAVOURS).
 test: setup
 	@set -e; $(MINITTY) patch; \
 	flavours=$$($(MINITTY) flavours --buildable --shell); \
