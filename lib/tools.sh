@@ -176,7 +176,7 @@ flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
 	echo "oracle|||only the oracle flavours (the differential suite's reference)"
-	echo "smp|||only the SMP debug flavours (make test runs the differential suite and the stress on them)"
+	echo "smp|||only the SMP debug flavours (make test-smp runs the stress on them, and the differential suite on minitty-smp)"
 }
 flavours_help() {
 	cat <<EOF
