@@ -261,8 +261,11 @@ for f in sys.argv[1:]:
 			[[ -e $p && ${p##*/} != "$COVER" ]] || continue
 			[[ -x $SANDBOX/linux/scripts/checkpatch.pl ]] || fetch_tree "$SANDBOX/linux"
 			step checkpatch "${p##*/}"
-			# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and git)
-			PATH=/usr/bin:$PATH "$SANDBOX/linux/scripts/checkpatch.pl" --strict --quiet "$p" || rc=1
+			# (its spdxcheck.py runs "env python3": it needs Debian's, with ply and
+			# git; run from the kernel tree: from the project's git tree it took
+			# the tracked patch for a source file and flagged its context lines)
+			(cd "$SANDBOX/linux" && PATH=/usr/bin:$PATH ./scripts/checkpatch.pl \
+				--strict --quiet "$p") || rc=1
 		done
 		errexit_run check_kernel_tools || rc=1
 	fi
