@@ -27,6 +27,16 @@ test: setup
 	$(MINITTY) rootfs; \
 	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" tests/run
 
+# The bench's own flavours (notty, bench-fulltty, bench-minitty) and
+# `bench --quick` (tests/suites/bench), which a cold make test has no room
+# for either; make test runs that suite too once they are built.
+.PHONY: test-bench
+test-bench: setup
+	@set -e; $(MINITTY) patch; \
+	for f in fulltty minitty notty bench-fulltty bench-minitty; do $(MINITTY) build --flavour $$f; done; \
+	$(MINITTY) rootfs; \
+	MINITTY_FLAVOURS="fulltty minitty" MINITTY_BENCH=1 tests/run bench
+
 # The SMP debug flavours under the differential suite and the stress.
 .PHONY: test-smp
 test-smp: setup
