@@ -209,14 +209,18 @@ def uart_drivers():
 
 
 def driver_ports(drv):
-    """Yield (line, mp) for each line of uart_driver DRV: drv->state points
-    to an array of drv->nr struct minitty_port."""
+    """Yield (line, mp) for each line of uart_driver DRV that has a port:
+    with minitty, drv->state points to a table of drv->nr pointers to
+    struct minitty_port (minitty_ports() in minitty_serial.c), NULL where
+    no port was added."""
     state = drv["state"]
     if not state:
         return
-    mp = utils.container_of(state, minitty_type().pointer(), "state")
+    table = state.cast(minitty_type().pointer().pointer())
     for line in range(int(drv["nr"])):
-        yield line, mp + line
+        mp = table[line]
+        if mp:
+            yield line, mp
 
 
 def for_each_port():
