@@ -176,9 +176,21 @@ no_args() {
 }
 
 # The flavour option shared by several commands.
-FLAVOUR_OPTION="flavour|f|F|kernel flavour (default fulltty; see configs/flavours)"
+FLAVOUR_OPTION="flavour|f|F|kernel flavour (default fulltty; see configs/flavours; or minitty-tiny+OPTION[+OPTION...])"
+# An option flavour (minitty-tiny+MINITTY_X, lib/tools.sh) names its
+# options in configs/tiny.config's order, its fragment written.
 flavour_opt() {
-	local f=${OPT_flavour:-fulltty}
+	local f=${OPT_flavour:-fulltty} o
+	if [[ $f == minitty-tiny+* ]]; then
+		for o in ${f//+/ }; do
+			[[ $o == minitty-tiny ]] || tiny_options | grep -qx -- "$o" ||
+				usage_error "unknown minitty option '$o' in flavour '$f' (known: $(tiny_options | paste -sd' '))"
+		done
+		local -a opts
+		IFS=+ read -ra opts <<<"${f#minitty-tiny+}"
+		option_flavour "${opts[@]}"
+		return
+	fi
 	check_flavour "$f"
 	printf '%s\n' "$f"
 }

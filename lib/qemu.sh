@@ -81,6 +81,7 @@ qemu_launch() {
 		port=$(free_port)
 		if qemu-system-arm -M virt -cpu cortex-a15 -smp "$smp" -m "$mem" -nodefaults \
 			-display none -monitor none -no-reboot \
+			-qmp "unix:$run/qmp,server=on,wait=off" \
 			-kernel "$kernel" -initrd "$initrd" \
 			-append "$QEMU_APPEND_BASE${extra:+ $extra}" \
 			-chardev "pty,id=ser0,logfile=$log,logappend=off" \

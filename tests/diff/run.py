@@ -180,6 +180,11 @@ def run_scenario(t, sc):
                 else:
                     base = last_done
                 due = base + st.delay_ms / 1000.0
+                if now >= due and st.brk:
+                    t.send_break()
+                    last_done = time.time()
+                    idx += 1
+                    continue
                 if now >= due:
                     if st.chunk:      # chunk_ms is the gap between chunks
                         queue = [(due + j * st.chunk_ms / 1000.0,

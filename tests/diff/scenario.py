@@ -32,7 +32,10 @@ A file holds any number of scenarios.  Lines:
 
 DATA is a "quoted string" with C escapes (\\n \\r \\t \\e \\b \\a \\f \\v
 \\0 \\\\ \\" \\xHH), gen:N:SEED (N bytes of mtt's xorshift32 generator),
-seq:N (N bytes i & 255), or rep:N:"STRING" (STRING N times).  The expectations are checked on the oracle
+seq:N (N bytes i & 255), or rep:N:"STRING" (STRING N times).  A send
+of `break` sends a break instead of bytes (QMP chardev-send-break: the
+pty cannot carry one); the UART receives it as a \\0 flagged as a break,
+one byte of the input point's count.  The expectations are checked on the oracle
 (fulltty) only: they check the scenario and the tooling, the comparison
 with minitty is byte for byte.
 """
@@ -134,9 +137,10 @@ def split_quoted(rest):
 
 
 class Step:
-    def __init__(self, sync, delay_ms, data, chunk, chunk_ms):
+    def __init__(self, sync, delay_ms, data, chunk, chunk_ms, brk=False):
         self.sync, self.delay_ms, self.data = sync, delay_ms, data
         self.chunk, self.chunk_ms = chunk, chunk_ms
+        self.brk = brk          # a break: data is the \0 the UART receives
 
 
 class Scenario:
@@ -195,6 +199,11 @@ def parse_file(path):
                     w = w[:-1]
                 if len(w) != 2 or not w[0].isdigit():
                     raise ScenarioError("%s: send [sN] DELAY_MS DATA [chunk=B/MS]" % where)
+                if w[1] == "break":
+                    if chunk:
+                        raise ScenarioError("%s: a break has no chunks" % where)
+                    cur.steps.append(Step(sync, int(w[0]), b"\0", 0, 0, brk=True))
+                    continue
                 data = parse_data(w[1], where)
                 if not data:
                     raise ScenarioError("%s: send of no bytes" % where)

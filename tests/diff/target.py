@@ -114,6 +114,10 @@ class Target:
                 return 0
             raise
 
+    def send_break(self):
+        """A break on the line (the pty cannot carry one)."""
+        self.guest.send_break()
+
     def write_all(self, data, timeout=10):
         deadline = time.time() + timeout
         while data:

@@ -27,6 +27,7 @@ commands included: do not type the words log_problems() looks for.
 
 import argparse
 import atexit
+import json
 import os
 import re
 import secrets
@@ -34,6 +35,7 @@ import select
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -286,6 +288,34 @@ class Guest:
                 view = view[n:]
             except BlockingIOError:
                 select.select([], [self.fd], [], 1)
+
+    def send_break(self, timeout=10):
+        """A break on the serial line, through QEMU's QMP socket (lib/qemu.sh)
+        and chardev-send-break: a pty cannot carry a break, the chardev
+        hands it to the UART as its break event."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            try:
+                s.connect(os.path.join(self.run_dir, "qmp"))
+                f = s.makefile("rwb")
+                f.readline()            # the greeting
+                for cmd in ({"execute": "qmp_capabilities"},
+                            {"execute": "chardev-send-break",
+                             "arguments": {"id": "ser0"}}):
+                    f.write(json.dumps(cmd).encode() + b"\n")
+                    f.flush()
+                    while True:         # events may come first
+                        line = f.readline()
+                        if not line:
+                            raise GuestError("QMP closed the connection")
+                        answer = json.loads(line)
+                        if "error" in answer:
+                            raise GuestError("QMP %s: %s" % (
+                                cmd["execute"], answer["error"].get("desc")))
+                        if "return" in answer:
+                            break
+            except OSError as e:
+                raise GuestError(f"QMP: {e}") from None
 
     def _read_some(self, timeout):
         r, _, _ = select.select([self.fd], [], [], max(0, timeout))
