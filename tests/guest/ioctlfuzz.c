@@ -8,10 +8,11 @@
  *
  * Run from the shell on /dev/ttyAMA0. A child in a session of its own
  * opens the port (O_RDWR | O_NOCTTY | O_NONBLOCK) and makes N ioctl()
- * calls, each chosen from SEED alone: a request (the tty range
- * 0x5401..0x5460, the _IOC-encoded 'T' requests: TCGETS2 and its setters,
- * TIOCGPTN, TIOCGDEV, TIOCGEXCL, TIOCGISO7816, ..., and random 'T'
- * requests) and an argument of a kind:
+ * calls, each chosen from SEED alone: a request (any number of the tty
+ * range 0x5401..0x5460, a request asm-generic/ioctls.h names, the
+ * _IOC-encoded ones included: TCGETS2 and its setters, TIOCGPTN,
+ * TIOCGDEV, TIOCGEXCL, TIOCGISO7816, ..., or a random 'T' request) and an
+ * argument of a kind:
  *
  *   null    0
  *   unmap   a page that is not mapped
@@ -30,7 +31,8 @@
  * DIGEST (when the call succeeded with a buffer argument) an FNV-1a hash
  * of the buffer after the call, as hex, else "-". Every 100 calls (a line
  * "ioctlfuzz: I restore") the port gets back its settings, window size,
- * modem lines, break off, output on, exclusive mode off. Last line:
+ * modem lines, break off, output on, exclusive mode off, O_NONBLOCK on,
+ * O_ASYNC off, its queues flushed. Last line:
  *
  *     ioctlfuzz: done calls N restores N skipped N
  *
@@ -138,10 +140,20 @@ static int int_arg(unsigned int req)
 	return 0;
 }
 
-static const unsigned int extra_req[] = {
-	TCGETS2, TCSETS2, TCSETSW2, TCSETSF2, TIOCGPTN, TIOCSPTLCK, TIOCGDEV,
+/* the requests asm-generic/ioctls.h names */
+static const unsigned int known_req[] = {
+	TCGETS, TCSETS, TCSETSW, TCSETSF, TCGETA, TCSETA, TCSETAW, TCSETAF,
+	TCSBRK, TCXONC, TCFLSH, TIOCEXCL, TIOCNXCL, TIOCSCTTY, TIOCGPGRP,
+	TIOCSPGRP, TIOCOUTQ, TIOCSTI, TIOCGWINSZ, TIOCSWINSZ, TIOCMGET,
+	TIOCMBIS, TIOCMBIC, TIOCMSET, TIOCGSOFTCAR, TIOCSSOFTCAR, FIONREAD,
+	TIOCLINUX, TIOCGSERIAL, TIOCSSERIAL, TIOCPKT, FIONBIO, TIOCNOTTY,
+	TIOCSETD, TIOCGETD, TCSBRKP, TIOCSBRK, TIOCCBRK, TIOCGSID,
+	TCGETS2, TCSETS2, TCSETSW2, TCSETSF2, TIOCGRS485, TIOCSRS485,
+	TIOCGPTN, TIOCSPTLCK, TIOCGDEV, TCGETX, TCSETX, TCSETXF, TCSETXW,
 	TIOCSIG, TIOCGPKT, TIOCGPTLCK, TIOCGEXCL, TIOCGPTPEER, TIOCGISO7816,
-	TIOCSISO7816,
+	TIOCSISO7816, FIONCLEX, FIOCLEX, FIOASYNC, TIOCSERGWILD, TIOCSERSWILD,
+	TIOCGLCKTRMIOS, TIOCSLCKTRMIOS, TIOCSERGSTRUCT, TIOCSERGETLSR,
+	TIOCSERGETMULTI, TIOCSERSETMULTI, TIOCGICOUNT, FIOQSIZE,
 };
 
 static const unsigned long int_vals[] = {
@@ -153,10 +165,10 @@ static unsigned int pick_req(void)
 {
 	unsigned int r = rnd() % 100, req;
 
-	if (r < 75)
+	if (r < 40)
 		req = 0x5401 + rnd() % (0x5460 - 0x5401 + 1);
-	else if (r < 92)
-		req = extra_req[rnd() % (sizeof(extra_req) / sizeof(extra_req[0]))];
+	else if (r < 88)
+		req = known_req[rnd() % (sizeof(known_req) / sizeof(known_req[0]))];
 	else
 		/* any 'T' request: direction, size and number at random */
 		req = _IOC(rnd() % 4, 'T', rnd() % 256, rnd() % 128);
@@ -179,7 +191,7 @@ int main(int argc, char **argv)
 	struct winsize saved_ws;
 	char *out, *o;
 	unsigned long arg;
-	int fd, i, n, status, mctrl, restores = 0, skipped = 0, one = 1;
+	int fd, i, n, status, mctrl, restores = 0, skipped = 0, one = 1, zero = 0;
 	pid_t pid;
 
 	if (argc != 3 || (n = atoi(argv[2])) <= 0) {
@@ -199,6 +211,8 @@ int main(int argc, char **argv)
 	edge = pages + 2 * PAGE - 2;
 	unmapped = pages + 2 * PAGE;
 
+	/* FIOASYNC makes the shell's foreground group (this one) the owner */
+	signal(SIGIO, SIG_IGN);
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
@@ -220,6 +234,8 @@ int main(int argc, char **argv)
 		perror("ioctlfuzz: " TTY_PATH);
 		_exit(1);
 	}
+	/* the shell's output (the command's echo) out first: TIOCOUTQ is 0 */
+	syscall(SYS_ioctl, fd, TCSBRK, 1);
 
 	o = out;
 	for (i = 1; i <= n; i++) {
@@ -297,6 +313,7 @@ int main(int argc, char **argv)
 			syscall(SYS_ioctl, fd, TIOCSWINSZ, &saved_ws);
 			syscall(SYS_ioctl, fd, TCSETS2, &saved);
 			syscall(SYS_ioctl, fd, FIONBIO, &one);
+			syscall(SYS_ioctl, fd, FIOASYNC, &zero);
 			syscall(SYS_ioctl, fd, TCFLSH, TCIOFLUSH);
 			restores++;
 			o += sprintf(o, "ioctlfuzz: %d restore\n", i);
