@@ -29,10 +29,12 @@
  * drains the input until the line has been quiet for a second (the host
  * stops on "stop"), restores the line as it was and prints:
  *
- *     rxfuzz: rx N termios N reads N in N flushes N drains N signals N errors N end bytes|time
+ *     rxfuzz: rx N termios N reads N in N flushes N drains N signals N waits_cut N errors N end bytes|time
  *
  * rx is the bytes the port received, termios the changes made, in the
- * bytes the readers got, errors the calls that failed otherwise than
+ * bytes the readers got, waits_cut the waits for the output to drain
+ * that an alarm cut short (output held by a STOP that no START can undo
+ * any more: see waiting_ioctl()), errors the calls that failed otherwise than
  * EAGAIN or EINTR (the first one named after it).
  */
 #define _GNU_SOURCE
@@ -55,7 +57,7 @@
 #define NREADERS 2
 
 struct counts {
-	long termios, reads, in, flushes, drains, signals, errors;
+	long termios, reads, in, flushes, drains, signals, waits_cut, errors;
 	char first_error[64];
 };
 
@@ -79,6 +81,28 @@ static void bad(const char *what)
 static void on_signal(int sig)
 {
 	__sync_fetch_and_add(&shared->signals, 1);
+}
+
+static void on_alarm(int sig)
+{
+	shared->waits_cut++;
+}
+
+/*
+ * The calls that wait for the output to drain (TCSETSW, TCSETSF, TCSBRK)
+ * under an alarm: output stopped by STOP may never start again when the
+ * START that would start it can no longer be received (ISTRIP with a START
+ * over 0x7f, a VSTART changed since): the alarm interrupts the wait
+ * (EINTR), and a later change turns IXON off, which starts the output.
+ */
+static int waiting_ioctl(int fd, unsigned long req, void *arg)
+{
+	int r;
+
+	alarm(1);
+	r = ioctl(fd, req, arg);
+	alarm(0);
+	return r;
 }
 
 static double now(void)
@@ -159,7 +183,8 @@ static void random_termios(int fd, unsigned int *seed)
 	if (rnd(seed) % 8 == 0)
 		t.c_cc[cc[rnd(seed) % (sizeof(cc) / sizeof(cc[0]))]] = rnd(seed);
 	how = rnd(seed) % 3;
-	if (ioctl(fd, how == 0 ? TCSETS : how == 1 ? TCSETSW : TCSETSF, &t) < 0)
+	if (waiting_ioctl(fd, how == 0 ? TCSETS : how == 1 ? TCSETSW : TCSETSF,
+			  &t) < 0)
 		bad("TCSETS");
 	__sync_fetch_and_add(&shared->termios, 1);
 }
@@ -193,6 +218,8 @@ int main(int argc, char **argv)
 	sigaction(SIGQUIT, &sa, NULL);
 	sigaction(SIGTSTP, &sa, NULL);
 	sigaction(SIGWINCH, &sa, NULL);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
 	rx0 = rx_count(0);
 	if (rx0 < 0)
 		return 1;
@@ -220,7 +247,7 @@ int main(int argc, char **argv)
 		case 1:
 			/* tcdrain(): the echo goes out (or IXON holds it) */
 			if (rnd(&seed) % 4 == 0) {
-				if (ioctl(0, TCSBRK, 1) < 0)
+				if (waiting_ioctl(0, TCSBRK, (void *)1) < 0)
 					bad("TCSBRK");
 				shared->drains++;
 			} else if (ioctl(0, TIOCINQ, &v) < 0) {
@@ -254,9 +281,9 @@ int main(int argc, char **argv)
 	} while (poll(&p, 1, 1000) > 0);
 	fcntl(0, F_SETFL, 0);
 	ioctl(0, TCSETS, &saved);
-	printf("rxfuzz: rx %ld termios %ld reads %ld in %ld flushes %ld drains %ld signals %ld errors %ld end %s%s%s\n",
+	printf("rxfuzz: rx %ld termios %ld reads %ld in %ld flushes %ld drains %ld signals %ld waits_cut %ld errors %ld end %s%s%s\n",
 	       rx, shared->termios, shared->reads, shared->in, shared->flushes,
-	       shared->drains, shared->signals, shared->errors,
+	       shared->drains, shared->signals, shared->waits_cut, shared->errors,
 	       timed_out ? "time" : "bytes",
 	       shared->errors ? " first " : "", shared->first_error);
 	return shared->errors != 0;
