@@ -265,9 +265,14 @@ int main(int argc, char **argv)
 	for (i = 0; i < NREADERS; i++)
 		waitpid(kids[i], NULL, 0);
 
-	/* output on, no echo, no signals, no flow control: the marker */
+	/*
+	 * Output on, no echo, no signals, no flow control: the marker; and
+	 * non-canonical for the drain (poll() sees a partial line then).
+	 */
 	t = saved;
-	t.c_lflag &= ~(ECHO | ISIG);
+	t.c_lflag &= ~(ECHO | ISIG | ICANON);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
 	t.c_iflag &= ~(IXON | IXOFF);
 	if (ioctl(0, TCSETS, &t) < 0 || ioctl(0, TCXONC, TCOON) < 0)
 		bad("TCSETS");
