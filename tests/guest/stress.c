@@ -197,10 +197,13 @@ int main(int argc, char **argv)
 	/*
 	 * Output on, no echo (it would cut into the marker), still no
 	 * signals; drain the input until the line is quiet, then the line
-	 * as it was.
+	 * as it was. Non-canonical meanwhile: in canonical mode poll() does
+	 * not see a partial line, which the shell would read afterwards.
 	 */
 	ioctl(0, TCXONC, TCOON);
-	t.c_lflag &= ~ECHO;
+	t.c_lflag &= ~(ECHO | ICANON);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
 	ioctl(0, TCSETS, &t);
 	printf("\nstress: stop\n");
 	fflush(stdout);
