@@ -241,8 +241,8 @@ with ccache: make vmlinux must pass; the C files the commit touches that
 the config builds are compiled again with W=1 (and sparse, C=1, those
 the series adds), and must give no warning; the commit itself must pass
 checkpatch.pl --strict, and the files the series adds kernel-doc -Wall.
-One line per commit and config, then the time it took (about 45
-minutes cold on 2 busy cores, mostly the first build and the commit
+One line per commit and config, then the time it took (not yet timed
+end to end: two cold builds, then mostly relinks but for the commit
 that changes include/linux/tty.h; not part of make test). Logs:
 sandbox/logs/bisect-*.log.
 b4: Debian 12 ships b4 0.12, whose \`b4 prep\` has no --check (0.13 added
