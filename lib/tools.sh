@@ -239,8 +239,9 @@ configs base+fulltty, CONFIG_TTY=y; sandbox/build/bisect-minitty:
 base+minitty, CONFIG_TTY=n with every minitty option, once the series
 offers MINITTY_SERIAL; before that, the same config is a TTY=n build),
 with ccache: make vmlinux must pass; the C files the commit touches that
-the config builds are compiled again with W=1 (and sparse, C=1, those
-the series adds), and must give no warning; the commit itself must pass
+the config builds (and, when the commit changed the config, every C file
+the series has added so far that it builds) are compiled again with W=1
+(and sparse, C=1, those the series adds), and must give no warning; the commit itself must pass
 checkpatch.pl --strict, and the files the series adds kernel-doc -Wall
 (but for a pure move, whose next commit is checked for it).
 One line per commit and config, then the time it took (not yet timed
@@ -408,8 +409,9 @@ bisect_make() {
 # files or fragments changed), make vmlinux, then W=1 (C=1 on the files
 # the series adds) on the C files COMMIT touches that this config builds.
 bisect_one() {
-	local tree=$1 c=$2 n=$3 name=$4 frags=$5 out key log f o new rc=0 warn
+	local tree=$1 c=$2 n=$3 name=$4 frags=$5 out key log f o new rc=0 warn configured=
 	local -a fr files=() objs=() sparse=()
+	local -A seen=()
 	out=$SANDBOX/build/bisect-$name
 	log=$LOGS/bisect-$(printf %02d "$n")-$name.log
 	mkdir -p "$out" "$LOGS"
@@ -423,6 +425,7 @@ bisect_one() {
 				-m -O "$out" "$out/.config" "${fr[@]}"
 			bisect_make "$tree" "$out" olddefconfig
 			echo "$key" >"$out/.bisect-key"
+			configured=1
 		fi
 		bisect_make "$tree" "$out" vmlinux
 	} >"$log" 2>&1 || {
@@ -431,9 +434,15 @@ bisect_one() {
 		return 1
 	}
 	mapfile -t files < <(git -C "$tree" diff-tree --no-commit-id --name-only -r "$c" -- '*.c')
+	# a new config may build a file of the series for the first time
+	# (minitty_serial.c once the Kconfig offers it): check them all then
+	[[ -z $configured ]] ||
+		mapfile -t -O "${#files[@]}" files < <(git -C "$tree" diff --name-only \
+			--diff-filter=A pristine "$c" -- '*.c')
 	for f in "${files[@]}"; do
 		o=${f%.c}.o
-		[[ -f $out/$o ]] || continue
+		[[ -f $out/$o && -z ${seen[$f]:-} ]] || continue
+		seen[$f]=1
 		git -C "$tree" cat-file -e "pristine:$f" 2>/dev/null && new= || new=1
 		if [[ -n $new ]]; then sparse+=("$o"); else objs+=("$o"); fi
 	done
