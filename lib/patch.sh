@@ -252,6 +252,27 @@ git format-patch --numbered --cover-letter --cover-from-description=subject
 (the cover letter comes from the description of branch minitty: first
 paragraph = subject), patches/series in order, stale patch files removed.
 Files that changed only in their Date: or From <hash> lines are kept.
+
+The cover letter's figures are measured, never typed: each region of the
+description between a line <!-- minitty:NAME --> and a line
+<!-- /minitty:NAME --> is written again (lib/py/cover.py) before
+format-patch, and the description set to the result; the marker lines
+stay, so patch and the next export keep them. The regions:
+  headline  the TTY layer before the series, and minitty's (size)
+  sizes     size's tables of fulltty, minitty and minitty-tiny, what the
+            patches before minitty cost the full layer, size --options
+  totals    the layer totals, vmlinux and zImage of fulltty, minitty,
+            minitty-tiny and notty, and what the console costs
+  memory    runtime memory per open port, from sandbox/bench/results.json
+            when bench ran on this HEAD; else a line saying not measured
+  tests     the differential suite's scenarios (tests/diff/scenarios) and
+            the scenarios tests/deviations lists for minitty and
+            minitty-tiny; the long stress runs of sandbox/stress, if any
+headline, sizes and totals run size on pristine, fulltty, minitty,
+minitty-tiny and notty, and size --options: each builds what is stale,
+so the figures are those of the tree exported. A description without
+regions builds nothing. An unknown or unclosed region: exit 1, patches/
+untouched.
 EOF
 	options_help export
 }
@@ -275,6 +296,7 @@ export_tree() {
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
+	cover_numbers "$tree" "$tmp/data"
 	git -C "$tree" format-patch -q --numbered --cover-letter \
 		--cover-from-description=subject --zero-commit --no-signature \
 		-o "$tmp" pristine..HEAD ||
@@ -294,6 +316,52 @@ export_tree() {
 		[[ ${f##*/} == "$COVER" ]] || echo "${f##*/}"
 	done >"$PATCHES/series"
 	step export "$count patch(es) in patches/series"
+}
+
+# The measured parts of the cover letter: the regions of the branch
+# description between <!-- minitty:NAME --> and <!-- /minitty:NAME -->
+# lines, which lib/py/cover.py writes from the measurements (its
+# docstring lists the regions).
+COVER_PY=$MINITTY_ROOT/lib/py/cover.py
+COVER_FLAVOURS=(pristine fulltty minitty minitty-tiny notty)
+
+# cover_numbers TREE DATA: measure what the description's regions need
+# into DATA, then set the description with the regions filled. A
+# description without regions is left alone (and nothing is built).
+cover_numbers() {
+	local tree=$1 data=$2 desc regions f c first=0 new
+	desc=$(git -C "$tree" config branch.minitty.description) || return 0
+	regions=$("$PYTHON" "$COVER_PY" regions <<<"$desc") || exit "$EX_FAIL"
+	[[ -n $regions ]] || return 0
+	mkdir -p "$data"
+	step cover "regions: $(awk '{ print $1 }' <<<"$regions" | paste -sd' ')"
+	{
+		echo "count=$(git -C "$tree" rev-list --count pristine..HEAD)"
+		echo "head=$(git -C "$tree" log -1 --format=%h)"
+		echo "gcc=$("${CROSS}gcc" -dumpfullversion | cut -d. -f1,2)"
+		echo "size=${CROSS}size"
+		# the patch that adds minitty_serial.c: those before it share code
+		c=$(git -C "$tree" log --reverse --diff-filter=A --format=%H pristine..HEAD \
+			-- drivers/tty/serial/minitty_serial.c)
+		[[ -z $c ]] || first=$(git -C "$tree" rev-list --count "pristine..${c%%$'\n'*}")
+		echo "first_minitty=$first"
+	} >"$data/meta"
+	if grep -q ' build$' <<<"$regions"; then
+		for f in "${COVER_FLAVOURS[@]}"; do
+			step cover "size --flavour $f (builds it when stale)"
+			"$MINITTY_ROOT/bin/minitty" size --flavour "$f" >"$data/size-$f.txt"
+			stat -c %s "$(flavour_build "$f")/arch/arm/boot/zImage" >"$data/zimage-$f"
+		done
+		step cover "size --options (builds the option flavours when stale)"
+		"$MINITTY_ROOT/bin/minitty" size --options >"$data/options.txt"
+	fi
+	new=$("$PYTHON" "$COVER_PY" fill "$data" <<<"$desc") || exit "$EX_FAIL"
+	if [[ $new != "$desc" ]]; then
+		git -C "$tree" config branch.minitty.description "$new"
+		step cover "the description's regions filled with the new figures"
+	else
+		step cover "the description's figures are unchanged"
+	fi
 }
 
 # same_patch A B: equal but for the From <hash> and Date: lines.
