@@ -45,7 +45,7 @@ cmd_stress() {
 	[[ -n ${OPT_quick:-} ]] && quick=(--quick)
 	out=${OPT_out:-$SANDBOX/stress/$flavour${OPT_quick:+-quick}}
 	ensure_current "$flavour"
-	build_rootfs >/dev/null
+	build_rootfs "$(flavour_arch "$flavour")" >/dev/null
 	mkdir -p "$out"
 	say "stress${OPT_quick:+ --quick} $flavour: report in ${out#"$MINITTY_ROOT"/}"
 	"$PYTHON" "$STRESS_PY" --flavour "$flavour" --seed "$seed" --out "$out" "${quick[@]}" ||

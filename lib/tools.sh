@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # size, flavours, check, test.
 
-# Not counted by size: the UART driver and earlycon (see the cover letter).
-SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$'
+# Not counted by size: the UART driver and earlycon (see the cover letter):
+# the PL011 on arm, the 8250 (drivers/tty/serial/8250/) on x86_64.
+SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$|/8250/'
 
 size_options() {
 	echo "$FLAVOUR_OPTION"
@@ -12,9 +13,10 @@ size_options() {
 size_help() {
 	cat <<EOF
 usage: minitty size [--flavour F | --options] [--no-build]
-${CROSS}size of every object under drivers/tty/ that vmlinux links (read
-from the thin archive drivers/tty/built-in.a), except the UART driver
-(amba-pl011.o) and earlycon.o, with a TOTALS line; then vmlinux.
+size (the binutils of F's arch) of every object under drivers/tty/ that
+vmlinux links (read from the thin archive drivers/tty/built-in.a), except
+the UART driver (amba-pl011.o, drivers/tty/serial/8250/) and earlycon.o,
+with a TOTALS line; then vmlinux.
 Builds F first when it is stale (see: minitty build --help).
 
 --options: the bytes each minitty option adds. The options are those
@@ -79,17 +81,18 @@ layer_bytes() {
 	local out
 	local -a objs
 	out=$(flavour_build "$1")
-	mapfile -t objs < <(tty_objects "$out")
+	mapfile -t objs < <(tty_objects "$1")
 	if ((${#objs[@]} == 0)); then
 		echo 0
 		return
 	fi
-	(cd "$out" && "${CROSS}size" -t "${objs[@]}") | awk '/\(TOTALS\)/ { print $4 }'
+	(cd "$out" && "$(flavour_arch_field "$1" cross)size" -t "${objs[@]}") |
+		awk '/\(TOTALS\)/ { print $4 }'
 }
 
 # vmlinux_bytes FLAVOUR: text+data+bss of vmlinux.
 vmlinux_bytes() {
-	"${CROSS}size" "$(flavour_build "$1")/vmlinux" | awk 'NR == 2 { print $4 }'
+	"$(flavour_arch_field "$1" cross)size" "$(flavour_build "$1")/vmlinux" | awk 'NR == 2 { print $4 }'
 }
 
 # bloat_total OLD NEW: scripts/bloat-o-meter's total change from flavour
@@ -100,7 +103,8 @@ bloat_total() {
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
-	printf '#!/bin/sh\n%snm "$@" | awk '\''NF == 3'\''\n' "$CROSS" >"$tmp/x-nm"
+	printf '#!/bin/sh\n%snm "$@" | awk '\''NF == 3'\''\n' \
+		"$(flavour_arch_field "$1" cross)" >"$tmp/x-nm"
 	chmod +x "$tmp/x-nm"
 	"$SANDBOX/linux/scripts/bloat-o-meter" -p "$tmp/x-" \
 		"$(flavour_build "$1")/vmlinux" "$(flavour_build "$2")/vmlinux" |
@@ -136,11 +140,13 @@ size_of_options() {
 }
 
 
-# tty_objects OUT: the drivers/tty objects vmlinux links, in table order.
+# tty_objects FLAVOUR: the drivers/tty objects vmlinux links, in table order.
 tty_objects() {
-	local out=$1
+	local out cross
+	out=$(flavour_build "$1")
+	cross=$(flavour_arch_field "$1" cross)
 	[[ -f $out/drivers/tty/built-in.a ]] || return 0
-	(cd "$out" && "${CROSS}ar" t drivers/tty/built-in.a) |
+	(cd "$out" && "${cross}ar" t drivers/tty/built-in.a) |
 		grep -Ev "$SIZE_EXCLUDE" |
 		awk '{ d = $0; sub(/[^/]*$/, "", d); print d "\t" $0 }' |
 		LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2 | cut -f2
@@ -149,7 +155,7 @@ tty_objects() {
 cmd_size() {
 	parse_options size "$@"
 	no_args size
-	local flavour out
+	local flavour out cross
 	local -a objs
 	no_build_set
 	if [[ -n ${OPT_options:-} ]]; then
@@ -160,27 +166,29 @@ cmd_size() {
 	flavour=$(flavour_opt)
 	ensure_current "$flavour" >&2
 	out=$(flavour_build "$flavour")
-	mapfile -t objs < <(tty_objects "$out")
-	say "TTY/serial layer of $flavour (not counted: amba-pl011.o, earlycon.o):"
+	cross=$(flavour_arch_field "$flavour" cross)
+	mapfile -t objs < <(tty_objects "$flavour")
+	say "TTY/serial layer of $flavour ($(flavour_arch "$flavour"); not counted: the UART driver, earlycon.o):"
 	if ((${#objs[@]})); then
-		(cd "$out" && "${CROSS}size" -t "${objs[@]}")
+		(cd "$out" && "${cross}size" -t "${objs[@]}")
 	else
 		say "  (no object under drivers/tty/)"
 	fi
 	say ""
 	say "vmlinux of $flavour:"
-	(cd "$out" && "${CROSS}size" vmlinux)
+	(cd "$out" && "${cross}size" vmlinux)
 }
 
 flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
 	echo "oracle|||only the oracle flavours (the differential suite's reference)"
+	echo "arch||ARCH|only the flavours of ARCH (configs/arches)"
 	echo "smp|||only the SMP debug flavours (make test-smp runs the stress on them, and the differential suite on minitty-smp)"
 }
 flavours_help() {
 	cat <<EOF
-usage: minitty flavours [--buildable] [--shell] [--oracle] [--smp]
+usage: minitty flavours [--buildable] [--shell] [--oracle] [--smp] [--arch ARCH]
 The flavours of configs/flavours with their fragments and meaning; with
 an option, only their names. --buildable configures each flavour as
 build does, but aside (sandbox/build/F/.minitty-query.config, again only
@@ -194,9 +202,13 @@ cmd_flavours() {
 	parse_options flavours "$@"
 	no_args flavours
 	local f
-	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-}${OPT_smp:-} ]]; then
+	if [[ -n ${OPT_arch:-} ]] && ! arch_names | grep -qx -- "$OPT_arch"; then
+		usage_error "flavours: unknown arch '$OPT_arch' (known: $(arch_names | paste -sd' '))"
+	fi
+	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-}${OPT_smp:-}${OPT_arch:-} ]]; then
 		for f in $(flavour_names); do
-			printf '%-14s %-20s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
+			printf '%-14s %-7s %-28s %s\n' "$f" "$(flavour_field "$f" 5)" \
+				"$(flavour_field "$f" 3)" "$(flavour_field "$f" 6)"
 		done
 		return 0
 	fi
@@ -204,6 +216,7 @@ cmd_flavours() {
 		[[ -n ${OPT_shell:-} && $(flavour_field "$f" 4) != yes ]] && continue
 		[[ -n ${OPT_oracle:-} && $(flavour_field "$f" 4) != oracle ]] && continue
 		[[ -n ${OPT_smp:-} && $(flavour_field "$f" 4) != smp ]] && continue
+		[[ -n ${OPT_arch:-} && $(flavour_field "$f" 5) != "$OPT_arch" ]] && continue
 		if [[ -n ${OPT_buildable:-} ]]; then
 			ensure_tree "$f" >&2
 			flavour_buildable "$f" || continue

@@ -58,6 +58,7 @@ sys.path.insert(0, HERE)
 import scenario as scn               # noqa: E402
 from target import (Target, BootError, ROOT, SANDBOX, kernel_image,  # noqa: E402
                     initramfs)
+from minitty.arch import flavour_arch  # noqa: E402
 
 LOGDIR = os.path.join(SANDBOX, "logs")
 DEVIATIONS = os.path.join(ROOT, "tests", "deviations")
@@ -256,10 +257,11 @@ def ensure_built(flavour, build):
         return "no kernel image %s" % os.path.relpath(kernel_image(flavour), ROOT)
     # the rootfs must hold the current guest programs (bin/minitty rootfs
     # rebuilds only when an input changed)
-    rfs = initramfs()
+    rfs = initramfs(flavour)
     if build and os.access(cli, os.X_OK):
         with open(os.path.join(LOGDIR, "diff-rootfs.log"), "wb") as lf:
-            subprocess.call([cli, "rootfs"], cwd=ROOT, stdout=lf,
+            subprocess.call([cli, "rootfs", "--arch", flavour_arch(flavour)],
+                            cwd=ROOT, stdout=lf,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if not os.path.exists(rfs):
         return "no rootfs %s" % os.path.relpath(rfs, ROOT)
