@@ -60,7 +60,7 @@ cmd_setup() {
 # setup_host quiet|loud: install what is missing; quiet says nothing when
 # nothing is (build and rootfs call it, so that `boot` alone is enough).
 setup_host() {
-	local mode=$1 p a missing=() updated= no_busybox=
+	local mode=$1 p a missing=() updated="" no_busybox=""
 	local -a all
 	local -A have=()
 	mapfile -t all < <(all_packages)

@@ -833,7 +833,8 @@ def main():
                                         r.get("report", "").splitlines(), [])
                 details += side_by_side("stream (%s only)" % oracle,
                                         stream_lines(r.get("stream", b"")[:600]), [])
-            check(not p, "diff-oracle:%s" % sc.name, details)
+            check(not p, "%s:%s" % ("diff-oracle" if oracle == "pristine"
+                                     else "diff-oracle-" + oracle, sc.name), details)
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 
