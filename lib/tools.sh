@@ -179,6 +179,62 @@ cmd_size() {
 	(cd "$out" && "${cross}size" vmlinux)
 }
 
+# serial_options: the bool and tristate options of the serial drivers'
+# Kconfig files, with their type, one "NAME TYPE" a line.
+serial_options() {
+	awk '/^(menu)?config [A-Z0-9_]+$/ { name = $2; next }
+		name != "" && /^[ \t]+(bool|tristate)/ { print name, $1; name = ""; next }
+		name != "" && /^[ \t]+(int|hex|string)/ { name = "" }' \
+		"$SANDBOX/linux/drivers/tty/serial/Kconfig" \
+		"$SANDBOX/linux/drivers/tty/serial/8250/Kconfig"
+}
+
+# randconfig_fragment SEED: the random part of one configuration.
+randconfig_fragment() {
+	local name type v
+	RANDOM=$1
+	echo "CONFIG_MODULES=y"
+	echo "CONFIG_COMPILE_TEST=y"
+	for name in PCI OF GPIOLIB; do
+		if ((RANDOM % 2)); then echo "CONFIG_$name=y"; else echo "CONFIG_$name=n"; fi
+	done
+	while read -r name type; do
+		case $((RANDOM % 3)) in
+		0) v=n ;;
+		1) v=y ;;
+		*) if [[ $type == tristate ]]; then v=m; else v=y; fi ;;
+		esac
+		echo "CONFIG_$name=$v"
+	done < <(serial_options)
+}
+
+# check_randconfig N SEED: build N random serial configurations (seeds
+# SEED, SEED+1, ...); die at the first that fails.
+check_randconfig() {
+	local n=$1 seed=$2 i f=minitty-x86+randconfig out log
+	out=$(flavour_build "$f")
+	ensure_tree minitty-x86
+	mkdir -p "$out"
+	lock "$out.lock"
+	for ((i = 0; i < n; i++)); do
+		randconfig_fragment $((seed + i)) >"$out/options.config"
+		log=$LOGS/randconfig-$((seed + i)).log
+		step randconfig "$((i + 1))/$n seed $((seed + i)) (log: ${log#"$MINITTY_ROOT"/})"
+		errexit_run configure "$f" >"$log" 2>&1 ||
+			die "check: randconfig seed $((seed + i)) does not configure (log: $log)"
+		if ! grep -qx '# CONFIG_TTY is not set' "$out/.config" ||
+			! grep -qx 'CONFIG_MINITTY_SERIAL=y' "$out/.config"; then
+			die "check: randconfig seed $((seed + i)): not CONFIG_TTY=n with CONFIG_MINITTY_SERIAL=y ($out/.config)"
+		fi
+		cp "$out/options.config" "$out/options-$((seed + i)).config"
+		errexit_run kmake "$f" vmlinux modules >>"$log" 2>&1 ||
+			die "check: randconfig seed $((seed + i)) does not build: $(grep -m 3 -E 'undefined reference|error:|ERROR:' "$log" | paste -sd' ') (fragment: $out/options-$((seed + i)).config, log: $log)"
+		step ok "seed $((seed + i)): $(grep -c '^CONFIG_SERIAL.*=[ym]$' "$out/.config") serial options on"
+	done
+	unlock
+	step check "$n random serial configuration(s) build (seeds $seed to $((seed + n - 1)))"
+}
+
 flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
@@ -227,6 +283,8 @@ cmd_flavours() {
 
 check_options() {
 	echo "lint|||only the shell and Python checks (no checkpatch, kernel-doc, sparse)"
+	echo "randconfig||N|instead: build N random configurations of the serial area (see above)"
+	echo "seed||S|the first random configuration's seed (default: random; each next one S+1)"
 }
 check_help() {
 	cat <<EOF
@@ -238,6 +296,16 @@ scripts/checkpatch.pl --strict on patches/*.patch (not the cover letter);
 scripts/kernel-doc -Wall on minitty_serial.c; sparse (C=2) on the objects
 of the minitty flavour that the series adds or moves (minitty_serial.o,
 serial_lib.o, tty_baudrate.o). Exit 1 on findings.
+
+--randconfig N: instead, N random configurations of the serial area
+with CONFIG_TTY=n and CONFIG_MINITTY_SERIAL=y, each built (vmlinux and
+modules) on x86_64 in sandbox/build/minitty-x86+randconfig: minitty-x86's
+fragments plus CONFIG_MODULES, CONFIG_COMPILE_TEST, a random choice of
+PCI, OF and GPIOLIB, and each bool or tristate option of
+drivers/tty/serial/Kconfig and 8250/Kconfig at random (y, m or n), then
+olddefconfig. Exit 1 at the first that does not configure with minitty,
+or does not build or link; its seed and fragment are named (--seed S
+builds it again).
 EOF
 	options_help check
 }
@@ -256,6 +324,13 @@ python_files() {
 cmd_check() {
 	parse_options check "$@"
 	no_args check
+	if [[ -n ${OPT_randconfig:-} ]]; then
+		[[ $OPT_randconfig =~ ^[1-9][0-9]*$ ]] ||
+			usage_error "check: --randconfig needs a number of configurations, not '$OPT_randconfig'"
+		[[ ${OPT_seed:-0} =~ ^[0-9]+$ ]] || usage_error "check: --seed needs a number, not '$OPT_seed'"
+		check_randconfig "$OPT_randconfig" "${OPT_seed:-$((RANDOM * 32768 + RANDOM))}"
+		return
+	fi
 	local rc=0 p
 	local -a py
 	need_cmd shellcheck check
