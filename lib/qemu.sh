@@ -70,7 +70,7 @@ qemu_launch() {
 	initrd=$sandbox/rootfs/$arch/initramfs.cpio.gz
 	qemu=$(arch_field "$arch" qemu)
 	machine=$(arch_field "$arch" machine)
-	console=$(arch_field "$arch" console)
+	console=$(arch_field "$arch" console-arg)
 	mach=(-M "${machine%%,*}")
 	[[ $machine != *,cpu=* ]] || mach+=(-cpu "${machine#*,cpu=}")
 	[[ $gdb_wait == 1 ]] && stop=(-S)

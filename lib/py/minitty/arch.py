@@ -20,13 +20,16 @@ def _rows(name):
 
 def arch_info(arch):
     """The columns of ARCH's line of configs/arches, as a dict (cross is
-    "" for the host's own tools, elf the rest of the line)."""
+    "" for the host's own tools, elf the rest of the line, console the
+    port's name and console_arg the whole column)."""
     for row in _rows("arches"):
         if row[0] == arch:
             info = dict(zip(COLUMNS[:-1], row[:9]))
             info["elf"] = " ".join(row[9:])
             if info["cross"] == "-":
                 info["cross"] = ""
+            info["console_arg"] = info["console"]
+            info["console"] = info["console"].split(",")[0]
             return info
     raise KeyError("no arch %s in configs/arches" % arch)
 
