@@ -12,7 +12,8 @@ usage: minitty build [--flavour F] [--config-only]
 Configure sandbox/build/F from tinyconfig plus the fragments that
 configs/flavours lists for F (scripts/kconfig/merge_config.sh, then
 olddefconfig), fail if any requested option did not end up as requested,
-then make zImage, vmlinux (with debug info) and scripts_gdb, with ccache.
+then make the arch's image (configs/arches: zImage on arm, bzImage on
+x86_64), vmlinux (with debug info) and scripts_gdb, with ccache.
 Runs fetch and patch first when needed. Logs: sandbox/logs/build-F-*.log.
 Stale: a file of the tree or of configs/, or F's .config (menuconfig), is
 newer than F's last successful build; boot, run, size and bench build a
@@ -22,9 +23,12 @@ EOF
 }
 
 kmake() {
-	local flavour=$1 cc=${CROSS}gcc
+	local flavour=$1 cross karch cc
 	shift
-	command -v ccache >/dev/null && cc="ccache ${CROSS}gcc"
+	cross=$(flavour_arch_field "$flavour" cross)
+	karch=$(flavour_arch_field "$flavour" karch)
+	cc=${cross}gcc
+	command -v ccache >/dev/null && cc="ccache ${cross}gcc"
 	# Let the flavours share cached objects: they differ in few files, but
 	# by default ccache keys -g objects on the build directory. The sources
 	# are named by absolute paths (O= is not below the tree), so only
@@ -32,7 +36,7 @@ kmake() {
 	# CCACHE_BASEDIR: rewritten paths would change __FILE__ and the sizes.)
 	export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 	make -C "$(flavour_tree "$flavour")" O="$(flavour_build "$flavour")" \
-		ARCH=arm CROSS_COMPILE="$CROSS" CC="$cc" -j"$JOBS" "$@"
+		ARCH="$karch" CROSS_COMPILE="$cross" CC="$cc" -j"$JOBS" "$@"
 }
 
 # The tree and the fragments decide the config: hash them.
@@ -58,7 +62,9 @@ configure() {
 	export KCONFIG_CONFIG=${2:-$out/.config}
 	mapfile -t frags < <(flavour_fragments "$flavour")
 	kmake "$flavour" tinyconfig
-	ARCH=arm CROSS_COMPILE=$CROSS "$tree/scripts/kconfig/merge_config.sh" \
+	ARCH=$(flavour_arch_field "$flavour" karch) \
+		CROSS_COMPILE=$(flavour_arch_field "$flavour" cross) \
+		"$tree/scripts/kconfig/merge_config.sh" \
 		-m -O "$out" "$KCONFIG_CONFIG" "${frags[@]}"
 	kmake "$flavour" olddefconfig
 }
@@ -169,11 +175,12 @@ build_flavour() {
 	: >"$out/.minitty-building"
 	build_config "$flavour"
 	if [[ -z $config_only ]]; then
-		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" zImage vmlinux scripts_gdb
+		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" \
+			"$(basename "$(flavour_image "$flavour")")" vmlinux scripts_gdb
 		# (the .config make ended with: a later change makes it stale)
 		sha256sum <"$out/.config" >"$out/.minitty-building"
 		mv -f "$out/.minitty-building" "$out/.minitty-built"
-		step "done" "$out/arch/arm/boot/zImage"
+		step "done" "$(flavour_image "$flavour")"
 	fi
 	unlock
 }
@@ -211,7 +218,7 @@ flavour_stale() {
 	local flavour=$1 out stamp newer
 	out=$(flavour_build "$flavour")
 	stamp=$out/.minitty-built
-	if [[ ! -f $out/arch/arm/boot/zImage || ! -f $out/vmlinux ]]; then
+	if [[ ! -f $(flavour_image "$flavour") || ! -f $out/vmlinux ]]; then
 		echo "not built"
 	elif [[ ! -f $stamp ]]; then
 		echo "no record of its last build"

@@ -13,7 +13,6 @@ LOGS=$SANDBOX/logs
 # so as not to disturb a developer's running guest).
 RUN_DIR=${MINITTY_RUN_DIR:-$SANDBOX/run}
 SRC_TARBALL=${MINITTY_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-CROSS=arm-linux-gnueabihf-
 # make -j: MINITTY_JOBS, or one job per CPU.
 JOBS=${MINITTY_JOBS:-$(nproc)}
 # The project's Python is Debian's (python3-pexpect, python3-ply...), not
@@ -33,7 +32,7 @@ die() { warn "$*"; exit "$EX_FAIL"; }
 usage_error() { warn "$*"; exit "$EX_USAGE"; }
 
 # The modules of bin/minitty, in load order (lib/NAME.sh).
-MINITTY_MODULES=(common setup patch build rootfs guest tools bench stress)
+MINITTY_MODULES=(common arch setup patch build rootfs guest tools bench stress)
 
 # errexit_run CMD...: run CMD (a program or any function of this shell)
 # in a new bash with errexit on. Bash ignores `set -e` inside a function
@@ -78,17 +77,18 @@ flavour_names() {
 # directory (options.config, written by whoever builds it). Not listed
 # by flavour_names; built and sized like the others.
 
-# flavour_field FLAVOUR COLUMN (2=tree, 3=fragments, 4=shell, 5=meaning)
+# flavour_field FLAVOUR COLUMN (2=tree, 3=fragments, 4=shell, 5=arch,
+# 6=meaning)
 flavour_field() {
 	if [[ $1 == *+* ]]; then
-		if (($2 == 5)); then
-			printf '%s, with %s\n' "$(flavour_field "${1%%+*}" 5)" "${1#*+}"
+		if (($2 == 6)); then
+			printf '%s, with %s\n' "$(flavour_field "${1%%+*}" 6)" "${1#*+}"
 			return
 		fi
 		set -- "${1%%+*}" "$2"
 	fi
 	awk -v f="$1" -v c="$2" '!/^#/ && $1 == f {
-		if (c == 5) { $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print; }
+		if (c == 6) { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print; }
 		else print $c; exit }' "$CONFIGS/flavours"
 }
 
@@ -99,6 +99,10 @@ check_flavour() {
 
 flavour_tree() { printf '%s/%s\n' "$SANDBOX" "$(flavour_field "$1" 2)"; }
 flavour_build() { printf '%s/build/%s\n' "$SANDBOX" "$1"; }
+# flavour_image FLAVOUR: the kernel image its guests boot (configs/arches).
+flavour_image() {
+	printf '%s/%s\n' "$(flavour_build "$1")" "$(flavour_arch_field "$1" image)"
+}
 
 # flavour_fragments FLAVOUR: the fragment files, one per line, merge order.
 flavour_fragments() {

@@ -11,7 +11,7 @@ PICOCOM_HELP="picocom: quit with C-a C-x (C-a C-h for its other commands)"
 # carry variables over).
 guest_prepare() {
 	ensure_current "$1" "${2:-$NO_BUILD}"
-	build_rootfs >/dev/null
+	build_rootfs "$(flavour_arch "$1")" >/dev/null
 }
 
 # running: true when the guest recorded in sandbox/run/ is alive.
@@ -19,7 +19,7 @@ running() {
 	local pid
 	pid=$(cat "$RUN_DIR/pid" 2>/dev/null) || return 1
 	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null &&
-		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-arm ]]
+		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]]
 }
 
 # need_shell CMD FLAVOUR: usage error when FLAVOUR boots to no shell.
@@ -30,7 +30,7 @@ need_shell() {
 
 # The guest options of boot and run.
 guest_opts() {
-	echo "append|a|ARGS|more kernel command line (after console=ttyAMA0 rdinit=/init panic=-1)"
+	echo "append|a|ARGS|more kernel command line (after console=PORT rdinit=/init panic=-1)"
 	echo "smp||N|CPUs (default 1; 2 for the -smp flavours)"
 	echo "memory|m|M|memory in MiB (default 64)"
 	echo "add||DIR|lay host directory DIR over the guest's root (an archive appended to the initramfs)"
@@ -63,8 +63,9 @@ boot_help() {
 	cat <<EOF
 usage: minitty boot [--flavour F] [--gdb-wait] [--no-attach] [--login]
                     [--append ARGS] [--smp N] [--memory M] [--add DIR] [--no-build]
-Start qemu-system-arm (virt, cortex-a15, 64 MiB) on F's zImage and the
-initramfs, the serial port on a host pty, a gdbstub on a free TCP port,
+Start the QEMU of F's arch (configs/arches: qemu-system-arm -M virt
+-cpu cortex-a15, qemu-system-x86_64 -M pc; 64 MiB) on F's kernel image
+and the arch's initramfs, console= the arch's serial port (ttyAMA0, ttyS0), the serial port on a host pty, a gdbstub on a free TCP port,
 and record flavour, pid, serial, gdb, serial.log in sandbox/run/. Builds
 F first when it is stale, and the initramfs. When stdin is a terminal,
 attaches picocom ($PICOCOM_HELP; the guest keeps running); otherwise (or
@@ -217,6 +218,7 @@ gdb_init() {
 	cat <<EOF
 set pagination off
 set confirm off
+set architecture $(flavour_arch_field "$1" gdbarch)
 add-auto-load-safe-path $out
 add-auto-load-safe-path $(flavour_tree "$1")
 file $out/vmlinux

@@ -338,8 +338,8 @@ cover_numbers() {
 	{
 		echo "count=$(git -C "$tree" rev-list --count pristine..HEAD)"
 		echo "head=$(git -C "$tree" log -1 --format=%h)"
-		echo "gcc=$("${CROSS}gcc" -dumpfullversion | cut -d. -f1,2)"
-		echo "size=${CROSS}size"
+		echo "gcc=$("$(arch_field arm cross)gcc" -dumpfullversion | cut -d. -f1,2)"
+		echo "size=$(arch_field arm cross)size"
 		# the patch that adds minitty_serial.c: those before it share code
 		c=$(git -C "$tree" log --reverse --diff-filter=A --format=%H pristine..HEAD \
 			-- drivers/tty/serial/minitty_serial.c)

@@ -10,11 +10,17 @@
 
 # (at source time: inside a function, BASH_SOURCE may name another file)
 QEMU_SANDBOX=${MINITTY_SANDBOX:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox}
+# The arch of the flavour decides the program, machine, image and console.
+if ! declare -F arch_field >/dev/null; then
+	# shellcheck source=lib/arch.sh
+	source "$(dirname "${BASH_SOURCE[0]}")/arch.sh"
+fi
 
 # panic=-1: a panicking kernel reboots at once, and -no-reboot makes QEMU
 # exit then, so that a caller sees the panic instead of waiting for a
 # prompt that never comes.
-QEMU_APPEND_BASE="console=ttyAMA0 rdinit=/init panic=-1"
+# (console=: the flavour's arch's serial port, configs/arches)
+QEMU_APPEND_BASE="rdinit=/init panic=-1"
 
 # add_archive DIR: a gzipped newc archive of DIR's files (owned by root),
 # written with the kernel's usr/gen_init_cpio (sandbox/host, built by
@@ -55,10 +61,18 @@ qemu_launch() {
 	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-} smp=${6:-} mem=${7:-64}
 	shift $(($# < 7 ? $# : 7))
 	local sandbox=$QEMU_SANDBOX
-	local kernel=$sandbox/build/$flavour/arch/arm/boot/zImage
-	local initrd=$sandbox/rootfs/initramfs.cpio.gz
+	local arch kernel initrd qemu machine console
 	local port try pty d
-	local -a stop=()
+	local -a stop=() mach=()
+	arch=$(flavour_arch "$flavour")
+	[[ -n $arch ]] || { echo "minitty: boot: unknown flavour $flavour" >&2; return 1; }
+	kernel=$sandbox/build/$flavour/$(arch_field "$arch" image)
+	initrd=$sandbox/rootfs/$arch/initramfs.cpio.gz
+	qemu=$(arch_field "$arch" qemu)
+	machine=$(arch_field "$arch" machine)
+	console=$(arch_field "$arch" console-arg)
+	mach=(-M "${machine%%,*}")
+	[[ $machine != *,cpu=* ]] || mach+=(-cpu "${machine#*,cpu=}")
 	[[ $gdb_wait == 1 ]] && stop=(-S)
 	[[ -n $smp ]] || smp=$(qemu_default_smp "$flavour")
 	[[ $smp =~ ^[1-8]$ ]] || { echo "minitty: boot: --smp needs 1 to 8 CPUs, not '$smp'" >&2; return 2; }
@@ -79,11 +93,11 @@ qemu_launch() {
 	fi
 	for try in 1 2 3; do
 		port=$(free_port)
-		if qemu-system-arm -M virt -cpu cortex-a15 -smp "$smp" -m "$mem" -nodefaults \
+		if "$qemu" "${mach[@]}" -smp "$smp" -m "$mem" -nodefaults \
 			-display none -monitor none -no-reboot \
 			-qmp "unix:$run/qmp,server=on,wait=off" \
 			-kernel "$kernel" -initrd "$initrd" \
-			-append "$QEMU_APPEND_BASE${extra:+ $extra}" \
+			-append "console=$console $QEMU_APPEND_BASE${extra:+ $extra}" \
 			-chardev "pty,id=ser0,logfile=$log,logappend=off" \
 			-serial chardev:ser0 \
 			-gdb "tcp:127.0.0.1:$port" "${stop[@]}" \
@@ -92,7 +106,7 @@ qemu_launch() {
 		fi
 		# a port taken between free_port and QEMU: try another
 		grep -q 'gdbstub' "$run/qemu.err" && ((try < 3)) && continue
-		echo "minitty: boot: qemu-system-arm failed: $(tr '\n' ' ' <"$run/qemu.err")" >&2
+		echo "minitty: boot: $qemu failed: $(tr '\n' ' ' <"$run/qemu.err")" >&2
 		return 1
 	done
 	pty=$(sed -n 's|.*char device redirected to \(/dev/pts/[0-9]*\) (label ser0).*|\1|p' "$run/qemu.err")

@@ -1,20 +1,23 @@
 # shellcheck shell=bash
 # rootfs: the guest's initramfs (busybox + rootfs-overlay/ + tests/guest/*.c).
 
-ROOTFS=$SANDBOX/rootfs
-INITRAMFS=$ROOTFS/initramfs.cpio.gz
+# rootfs_dir ARCH, initramfs ARCH: where ARCH's root is built.
+rootfs_dir() { printf '%s/rootfs/%s\n' "$SANDBOX" "$1"; }
+initramfs() { printf '%s/initramfs.cpio.gz\n' "$(rootfs_dir "$1")"; }
 
-rootfs_options() { :; }
+rootfs_options() { echo "arch||ARCH|the guest's architecture (configs/arches; default arm)"; }
 rootfs_help() {
 	cat <<EOF
-usage: minitty rootfs
-Build sandbox/rootfs/initramfs.cpio.gz (gzip, newc) from the armhf
+usage: minitty rootfs [--arch ARCH]
+Build sandbox/rootfs/ARCH/initramfs.cpio.gz (gzip, newc) from ARCH's
 busybox-static package (its applet links are made by /init at boot with
-busybox --install -s), rootfs-overlay/, and each tests/guest/NAME.c
-compiled with ${CROSS}gcc -static -O2 -Wall as /usr/bin/NAME. The archive
-is written with the kernel's usr/gen_init_cpio, so /dev/console is a real
-node without root privileges. The archive is checked: /init, busybox and
-every guest program present, the programs ARM executables. Rebuilt only
+busybox --install -s), rootfs-overlay/ (its /init and /etc/inittab*
+naming ARCH's serial port instead of ttyAMA0), and each tests/guest/NAME.c
+compiled with ARCH's gcc (-static -O2 -Wall, TTY_PATH the arch's serial
+port: /dev/ttyAMA0, /dev/ttyS0) as /usr/bin/NAME. The archive is written
+with the kernel's usr/gen_init_cpio, so /dev/console is a real node
+without root privileges. The archive is checked: /init, busybox and every
+guest program present, the programs executables of ARCH. Rebuilt only
 when an input changed (the toolchain and its headers included).
 EOF
 	options_help rootfs
@@ -23,52 +26,68 @@ EOF
 cmd_rootfs() {
 	parse_options rootfs "$@"
 	no_args rootfs
-	build_rootfs
+	local arch=${OPT_arch:-arm}
+	arch_names | grep -qx -- "$arch" ||
+		usage_error "rootfs: unknown arch '$arch' (known: $(arch_names | paste -sd' '))"
+	build_rootfs "$arch"
+}
+
+# guest_cc ARCH FILE OUT: compile guest program FILE for ARCH.
+guest_cc() {
+	"$(arch_field "$1" cross)gcc" -static -O2 -Wall \
+		-DTTY_PATH="\"/dev/$(arch_field "$1" console)\"" -o "$3" "$2"
 }
 
 rootfs_inputs() {
 	{
-		busybox_deb
+		busybox_deb "$1"
 		echo "$MINITTY_ROOT/lib/rootfs.sh"
 		find "$MINITTY_ROOT/rootfs-overlay" "$MINITTY_ROOT/tests/guest" -type f 2>/dev/null
 	} | sort
 }
 
 rootfs_key() {
+	local arch=$1 cross
+	cross=$(arch_field "$arch" cross)
 	{
-		rootfs_inputs | while read -r f; do
+		arch_field "$arch" console
+		rootfs_inputs "$arch" | while read -r f; do
 			[[ -f $f ]] && printf '%s %s\n' "${f#"$MINITTY_ROOT"/}" "$(sha256sum <"$f")"
 		done
-		"${CROSS}gcc" --version 2>&1 | head -n 1 || true
+		"${cross}gcc" --version 2>&1 | head -n 1 || true
 		find "$MINITTY_ROOT/rootfs-overlay" -printf '%P %m\n' 2>/dev/null | sort
 		# The toolchain decides the programs too: its packages, and each
 		# program as preprocessed with the headers there are now (or the
 		# error saying which is missing), so a repaired toolchain rebuilds.
-		dpkg-query -W -f='${Package} ${Version}\n' gcc-arm-linux-gnueabihf \
-			libc6-dev-armhf-cross binutils-arm-linux-gnueabihf 2>&1 || true
+		# shellcheck disable=SC2046 # one word a package
+		dpkg-query -W -f='${Package} ${Version}\n' $(arch_packages "$arch") 2>&1 || true
 		for f in "$MINITTY_ROOT"/tests/guest/*.c; do
 			[[ -e $f ]] || continue
-			"${CROSS}gcc" -E "$f" 2>&1 | sha256sum || true
+			"${cross}gcc" -E "$f" 2>&1 | sha256sum || true
 		done
 	} | sha256sum | cut -d' ' -f1
 }
 
+# build_rootfs [ARCH]: ARCH's initramfs (default arm), when stale.
 build_rootfs() {
+	local arch=${1:-arm} key dir image
 	setup_host quiet
-	need_cmd "${CROSS}gcc" rootfs
-	local key
-	lock "$ROOTFS.lock"
-	key=$(rootfs_key)
-	if [[ -f $INITRAMFS && $(cat "$ROOTFS/key" 2>/dev/null) == "$key" ]]; then
-		step rootfs "unchanged: ${INITRAMFS#"$MINITTY_ROOT"/}"
+	need_cmd "$(arch_field "$arch" cross)gcc" rootfs
+	dir=$(rootfs_dir "$arch")
+	image=$(initramfs "$arch")
+	mkdir -p "$dir"
+	lock "$dir.lock"
+	key=$(rootfs_key "$arch")
+	if [[ -f $image && $(cat "$dir/key" 2>/dev/null) == "$key" ]]; then
+		step rootfs "unchanged: ${image#"$MINITTY_ROOT"/}"
 		unlock
 		return 0
 	fi
-	say "rootfs"
-	run_logged rootfs "$LOGS/rootfs.log" make_rootfs
-	echo "$key" >"$ROOTFS/key"
+	say "rootfs ($arch)"
+	run_logged rootfs "$LOGS/rootfs-$arch.log" make_rootfs "$arch"
+	echo "$key" >"$dir/key"
 	unlock
-	step "done" "${INITRAMFS#"$MINITTY_ROOT"/}"
+	step "done" "${image#"$MINITTY_ROOT"/}"
 }
 
 # gen_init_cpio is built from the kernel tree with the host compiler.
@@ -83,21 +102,26 @@ gen_init_cpio() {
 }
 
 make_rootfs() {
-	local stage=$ROOTFS/stage tool c name
+	local arch=$1 dir stage tool c name image
+	dir=$(rootfs_dir "$arch")
+	stage=$dir/stage
+	image=$(initramfs "$arch")
 	tool=$(gen_init_cpio)
-	rm -rf "$stage" "$ROOTFS/busybox"
-	mkdir -p "$stage" "$ROOTFS/busybox"
-	dpkg-deb -x "$(busybox_deb)" "$ROOTFS/busybox"
+	rm -rf "$stage" "$dir/busybox"
+	mkdir -p "$stage" "$dir/busybox"
+	dpkg-deb -x "$(busybox_deb "$arch")" "$dir/busybox"
 	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,root,home/user,etc,var/run}
-	install -m 0755 "$ROOTFS/busybox/bin/busybox" "$stage/bin/busybox"
+	install -m 0755 "$dir/busybox/bin/busybox" "$stage/bin/busybox"
 	# Enough links to run /init; it makes the others (busybox --install -s).
 	ln -s busybox "$stage/bin/sh"
 	cp -a "$MINITTY_ROOT/rootfs-overlay/." "$stage/"
+	# The overlay names the arm serial port (ttyAMA0): the arch's instead.
+	sed -i "s/ttyAMA0/$(arch_field "$arch" console)/g" "$stage/init" "$stage"/etc/inittab*
 	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
 		[[ -e $c ]] || continue
 		name=$(basename "$c" .c)
 		echo "compiling $c"
-		"${CROSS}gcc" -static -O2 -Wall -o "$stage/usr/bin/$name" "$c"
+		guest_cc "$arch" "$c" "$stage/usr/bin/$name"
 	done
 	{
 		(cd "$stage" && find . -mindepth 1 | sort) | while read -r p; do
@@ -115,16 +139,16 @@ make_rootfs() {
 			fi
 		done
 		echo "nod /dev/console 0600 0 0 c 5 1"
-	} >"$ROOTFS/cpio.list"
-	"$tool" "$ROOTFS/cpio.list" | gzip -n -9 >"$INITRAMFS.new"
-	verify_rootfs "$INITRAMFS.new"
-	mv "$INITRAMFS.new" "$INITRAMFS"
+	} >"$dir/cpio.list"
+	"$tool" "$dir/cpio.list" | gzip -n -9 >"$image.new"
+	verify_rootfs "$arch" "$image.new"
+	mv "$image.new" "$image"
 }
 
-# verify_rootfs ARCHIVE: /init, busybox and every tests/guest/NAME.c as
-# /usr/bin/NAME are in ARCHIVE, the programs as ARM executables.
+# verify_rootfs ARCH ARCHIVE: /init, busybox and every tests/guest/NAME.c
+# as /usr/bin/NAME are in ARCHIVE, the programs as executables of ARCH.
 verify_rootfs() {
-	local archive=$1 tmp c name p
+	local arch=$1 archive=$2 tmp c p elf
 	local -a want=(init bin/busybox)
 	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
 		[[ -e $c ]] && want+=("usr/bin/$(basename "$c" .c)")
@@ -133,11 +157,13 @@ verify_rootfs() {
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
 	(cd "$tmp" && gzip -dc "$archive" | cpio -idm --quiet "${want[@]}")
+	elf=$(arch_field "$arch" elf)
 	for p in "${want[@]}"; do
 		[[ -s $tmp/$p ]] || { echo "rootfs: $p is not in the archive" >&2; return 1; }
 		[[ $p == init ]] && continue
-		"${CROSS}readelf" -h "$tmp/$p" | grep -Eq 'Machine:[[:space:]]+ARM$' ||
-			{ echo "rootfs: $p is not an ARM executable" >&2; return 1; }
+		"$(arch_field "$arch" cross)readelf" -h "$tmp/$p" |
+			grep -Eq "Machine:[[:space:]]+$elf\$" ||
+			{ echo "rootfs: $p is not an executable of $arch ($elf)" >&2; return 1; }
 	done
 	echo "verified: ${want[*]}"
 }

@@ -3,19 +3,40 @@
 
 # Host packages the sandbox needs (Debian names). Installed without their
 # recommends, so what a recommend would bring and a step uses is named
-# here (libc6-dev-armhf-cross: the guest programs' C library).
-SETUP_PACKAGES=(linux-source-6.12 gcc-arm-linux-gnueabihf
-	libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm
+# here (libc6-dev-armhf-cross: the guest programs' C library). Each
+# arch of configs/arches adds its own (arch_packages).
+SETUP_PACKAGES=(linux-source-6.12
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
 	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils
 	python3-ply python3-git python3-pyflakes perl file sparse)
-BUSYBOX_PKG=busybox-static:armhf
+
+# arch_packages ARCH: the host packages ARCH's flavours need: its
+# compiler, binutils and C library for the guest programs, and its QEMU.
+arch_packages() {
+	case $1 in
+	arm) echo gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm ;;
+	x86_64) echo gcc binutils libc6-dev qemu-system-x86 ;;
+	*) die "setup: no packages known for arch $1 (lib/setup.sh: arch_packages)" ;;
+	esac
+}
+
+# all_packages: SETUP_PACKAGES and those of every arch, one a line.
+all_packages() {
+	local a
+	printf '%s\n' "${SETUP_PACKAGES[@]}"
+	for a in $(arch_names); do
+		arch_packages "$a" | tr ' ' '\n'
+	done
+}
+
+# busybox_pkg ARCH: the guest's busybox (Debian's, of ARCH's debarch).
+busybox_pkg() { echo "busybox-static:$(arch_field "$1" debarch)"; }
 
 setup_options() { :; }
 setup_help() {
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup
-Install the missing host packages with apt-get (runs apt-get update once when something is missing): ${SETUP_PACKAGES[*]}; and download $BUSYBOX_PKG (after dpkg --add-architecture armhf) into sandbox/busybox/ for the guest's root. Then check that each tool works, not only that its package is there (a static armhf C program compiled and checked with file and readelf, the kernel's host tools and libraries, qemu-system-arm's virt machine, gdb-multiarch's arm architecture, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+Install the missing host packages with apt-get (runs apt-get update once when something is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch of configs/arches ($(for a in $(arch_names); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. Then check that each tool works, not only that its package is there (for each arch a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -24,8 +45,10 @@ as_root() {
 	if ((EUID == 0)); then "$@"; else sudo "$@"; fi
 }
 
+# busybox_deb [ARCH]: the busybox-static package of ARCH (default arm)
+# in sandbox/busybox/.
 busybox_deb() {
-	compgen -G "$SANDBOX/busybox/busybox-static_*_armhf.deb" | head -n 1
+	compgen -G "$SANDBOX/busybox/busybox-static_*_$(arch_field "${1:-arm}" debarch).deb" | head -n 1
 }
 
 cmd_setup() {
@@ -37,16 +60,21 @@ cmd_setup() {
 # setup_host quiet|loud: install what is missing; quiet says nothing when
 # nothing is (build and rootfs call it, so that `boot` alone is enough).
 setup_host() {
-	local mode=$1 p missing=() updated=
+	local mode=$1 p a missing=() updated="" no_busybox=""
+	local -a all
 	local -A have=()
+	mapfile -t all < <(all_packages)
 	while read -r p; do
 		have[$p]=1
-	done < <(dpkg-query -W -f='${Package} ${Status}\n' "${SETUP_PACKAGES[@]%%:*}" 2>/dev/null |
+	done < <(dpkg-query -W -f='${Package} ${Status}\n' "${all[@]%%:*}" 2>/dev/null |
 		awk '/ ok installed$/ { print $1 }')
-	for p in "${SETUP_PACKAGES[@]}"; do
+	for p in "${all[@]}"; do
 		[[ -n ${have[$p]:-} ]] || missing+=("$p")
 	done
-	[[ $mode == quiet && ${#missing[@]} -eq 0 && -n $(busybox_deb) ]] && return 0
+	for a in $(arch_names); do
+		[[ -n $(busybox_deb "$a") ]] || no_busybox+=" $a"
+	done
+	[[ $mode == quiet && ${#missing[@]} -eq 0 && -z $no_busybox ]] && return 0
 	if ((${#missing[@]})); then
 		# What was installed is checked below, even from a quiet setup.
 		mode=loud
@@ -57,39 +85,50 @@ setup_host() {
 			as_root env DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y --no-install-recommends "${missing[@]}"
 	fi
-	if [[ -z $(busybox_deb) ]]; then
-		mkdir -p "$SANDBOX/busybox"
-		if ! dpkg --print-foreign-architectures | grep -qx armhf; then
-			step setup "adding the armhf architecture"
-			as_root dpkg --add-architecture armhf
-			updated=
-		fi
-		local cached
-		cached=$(compgen -G "/tmp/busybox-static_*_armhf.deb" | head -n 1 || true)
-		if [[ -n $cached ]]; then
-			step setup "busybox for armhf: $cached"
-			cp "$cached" "$SANDBOX/busybox/"
-		else
-			step setup "downloading $BUSYBOX_PKG"
-			[[ -n $updated ]] ||
-				run_logged update "$LOGS/setup-apt.log" as_root apt-get update
-			(cd "$SANDBOX/busybox" && apt-get download "$BUSYBOX_PKG") \
-				>"$LOGS/setup-busybox.log" 2>&1 ||
-				die "setup: apt-get download $BUSYBOX_PKG failed (log: $LOGS/setup-busybox.log)"
-		fi
-		# apt-get download names the file with an url-encoded epoch (1%3a).
-		for p in "$SANDBOX"/busybox/*%3a*.deb; do
-			[[ -e $p ]] && mv "$p" "${p//%3a/_}"
-		done
-	fi
+	for a in $no_busybox; do
+		fetch_busybox "$a" "$updated"
+		updated=1
+	done
 	step setup "host ready"
 	[[ $mode == quiet ]] || setup_check
+}
+
+# fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/
+# (a copy in /tmp first, else apt-get download, after an apt-get update
+# unless UPDATED).
+fetch_busybox() {
+	local arch=$1 updated=${2:-} debarch pkg cached p
+	debarch=$(arch_field "$arch" debarch)
+	pkg=$(busybox_pkg "$arch")
+	mkdir -p "$SANDBOX/busybox"
+	if [[ $debarch != "$(dpkg --print-architecture)" ]] &&
+		! dpkg --print-foreign-architectures | grep -qx "$debarch"; then
+		step setup "adding the $debarch architecture"
+		as_root dpkg --add-architecture "$debarch"
+		updated=
+	fi
+	cached=$(compgen -G "/tmp/busybox-static_*_$debarch.deb" | head -n 1 || true)
+	if [[ -n $cached ]]; then
+		step setup "busybox for $debarch: $cached"
+		cp "$cached" "$SANDBOX/busybox/"
+	else
+		step setup "downloading $pkg"
+		[[ -n $updated ]] ||
+			run_logged update "$LOGS/setup-apt.log" as_root apt-get update
+		(cd "$SANDBOX/busybox" && apt-get download "$pkg") \
+			>"$LOGS/setup-busybox.log" 2>&1 ||
+			die "setup: apt-get download $pkg failed (log: $LOGS/setup-busybox.log)"
+	fi
+	# apt-get download names the file with an url-encoded epoch (1%3a).
+	for p in "$SANDBOX"/busybox/*%3a*.deb; do
+		[[ -e $p ]] && mv "$p" "${p//%3a/_}"
+	done
 }
 
 # setup_check: every tool a later step compiles or runs with works; each
 # one that does not is named with its package, then exit 1.
 setup_check() {
-	local tmp bad=() out
+	local tmp bad=() out a pkgs cross qemu machine
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
@@ -99,22 +138,33 @@ setup_check() {
 		shift 2
 		"$@" >>"${MINITTY_SETUP_LOG:-/dev/null}" 2>&1 || bad+=("$what (package $pkg)")
 	}
-	# The guest programs: static armhf executables with termios and ioctls.
+	# The guest programs: static executables of each arch with termios
+	# and ioctls.
 	printf '%s\n' '#include <stdio.h>' '#include <termios.h>' \
 		'#include <sys/ioctl.h>' '#include <poll.h>' \
 		'int main(void) { struct termios t; return tcgetattr(0, &t) ? 0 : 1; }' \
 		>"$tmp/guest.c"
-	try "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross" \
-		"${CROSS}gcc -static (a static armhf C program)" \
-		"${CROSS}gcc" -static -O2 -Wall -o "$tmp/guest" "$tmp/guest.c"
-	if [[ -f $tmp/guest ]]; then
-		out=$(file -b "$tmp/guest" 2>&1 || true)
-		[[ $out == *"ARM, EABI5"*"statically linked"* ]] ||
-			bad+=("file says the armhf program is: ${out:-nothing} (packages file gcc-arm-linux-gnueabihf)")
-		out=$("${CROSS}readelf" -h "$tmp/guest" 2>&1 || true)
-		[[ $out == *"Machine:"*"ARM"* ]] ||
-			bad+=("${CROSS}readelf -h (package binutils-arm-linux-gnueabihf)")
-	fi
+	for a in $(arch_names); do
+		pkgs=$(arch_packages "$a")
+		cross=$(arch_field "$a" cross)
+		try "$pkgs" "${cross}gcc -static (a static $a C program)" \
+			"${cross}gcc" -static -O2 -Wall -o "$tmp/guest-$a" "$tmp/guest.c"
+		if [[ -f $tmp/guest-$a ]]; then
+			out=$("${cross}readelf" -h "$tmp/guest-$a" 2>&1 || true)
+			[[ $out =~ Machine:[[:space:]]+$(arch_field "$a" elf)$'\n' ]] ||
+				bad+=("${cross}readelf -h says the $a program is not $(arch_field "$a" elf) (packages $pkgs)")
+		fi
+		qemu=$(arch_field "$a" qemu)
+		machine=$(arch_field "$a" machine)
+		out=$("$qemu" -M help 2>&1 || true)
+		grep -q "^${machine%%,*} " <<<"$out" || bad+=("$qemu -M ${machine%%,*} (packages $pkgs)")
+		out=$(gdb-multiarch -q -nx -batch -ex "set architecture $(arch_field "$a" gdbarch)" \
+			-ex 'python print("py-" + "ok")' 2>&1 || true)
+		[[ $out == *"set to \"$(arch_field "$a" gdbarch)\""*py-ok* ]] ||
+			bad+=("gdb-multiarch with $(arch_field "$a" gdbarch) and Python (package gdb-multiarch)")
+		try "$(busybox_pkg "$a")" "the $a busybox package in sandbox/busybox" \
+			dpkg-deb --field "$(busybox_deb "$a")" Architecture
+	done
 	# The kernel's host tools and libraries.
 	printf '%s\n' '#include <gelf.h>' '#include <openssl/opensslv.h>' \
 		'int main(void) { return elf_version(EV_CURRENT) == EV_NONE; }' \
@@ -132,28 +182,20 @@ setup_check() {
 	try git git git --version
 	try ccache ccache ccache --version
 	try linux-source-6.12 "the kernel source ($SRC_TARBALL)" test -s "$SRC_TARBALL"
-	# The guest and the tools around it.
-	out=$(qemu-system-arm -M help 2>&1 || true)
-	grep -q '^virt ' <<<"$out" || bad+=("qemu-system-arm -M virt (package qemu-system-arm)")
-	out=$(gdb-multiarch -q -nx -batch -ex 'set architecture arm' \
-		-ex 'python print("py-" + "ok")' 2>&1 || true)
-	[[ $out == *'set to "arm"'*py-ok* ]] ||
-		bad+=("gdb-multiarch with arm and Python (package gdb-multiarch)")
+	# The tools around the guest.
 	try picocom picocom picocom --help
 	try shellcheck shellcheck shellcheck --version
 	try sparse sparse sparse --version
 	try "python3 python3-pexpect python3-ply python3-git python3-pyflakes" \
 		"$PYTHON with the modules the tests and check import (pexpect, ply, git, pyflakes)" \
 		"$PYTHON" -c 'import pexpect, ply, git, pyflakes'
-	try busybox-static:armhf "the armhf busybox package in sandbox/busybox" \
-		dpkg-deb --field "$(busybox_deb)" Architecture
 	unset -f try
 	if ((${#bad[@]})); then
 		local list
 		list=$(printf '; %s' "${bad[@]}")
 		die "setup: does not work: ${list#; }; install the package(s) named (details: rerun with MINITTY_SETUP_LOG=FILE)"
 	fi
-	step check "every tool works (armhf C, kernel host tools, QEMU, gdb, picocom, Python)"
+	step check "every tool works ($(arch_names | paste -sd' '): C, QEMU, gdb; kernel host tools, picocom, Python)"
 }
 
 fetch_options() { :; }

@@ -78,7 +78,7 @@ cmd_stress() {
 	fi
 	ensure_current "$flavour"
 	[[ -z $against ]] || ensure_current "$against"
-	build_rootfs >/dev/null
+	build_rootfs "$(flavour_arch "$flavour")" >/dev/null
 	mkdir -p "$out"
 	say "stress${OPT_quick:+ --quick} $flavour: report in ${out#"$MINITTY_ROOT"/}"
 	"$PYTHON" "$STRESS_PY" --flavour "$flavour" --seed "$seed" --out "$out" \

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # size, flavours, check, test.
 
-# Not counted by size: the UART driver and earlycon (see the cover letter).
-SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$'
+# Not counted by size: the UART driver and earlycon (see the cover letter):
+# the PL011 on arm, the 8250 (drivers/tty/serial/8250/) on x86_64.
+SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$|/8250/'
 
 size_options() {
 	echo "$FLAVOUR_OPTION"
@@ -12,9 +13,10 @@ size_options() {
 size_help() {
 	cat <<EOF
 usage: minitty size [--flavour F | --options] [--no-build]
-${CROSS}size of every object under drivers/tty/ that vmlinux links (read
-from the thin archive drivers/tty/built-in.a), except the UART driver
-(amba-pl011.o) and earlycon.o, with a TOTALS line; then vmlinux.
+size (the binutils of F's arch) of every object under drivers/tty/ that
+vmlinux links (read from the thin archive drivers/tty/built-in.a), except
+the UART driver (amba-pl011.o, drivers/tty/serial/8250/) and earlycon.o,
+with a TOTALS line; then vmlinux.
 Builds F first when it is stale (see: minitty build --help).
 
 --options: the bytes each minitty option adds. The options are those
@@ -79,17 +81,18 @@ layer_bytes() {
 	local out
 	local -a objs
 	out=$(flavour_build "$1")
-	mapfile -t objs < <(tty_objects "$out")
+	mapfile -t objs < <(tty_objects "$1")
 	if ((${#objs[@]} == 0)); then
 		echo 0
 		return
 	fi
-	(cd "$out" && "${CROSS}size" -t "${objs[@]}") | awk '/\(TOTALS\)/ { print $4 }'
+	(cd "$out" && "$(flavour_arch_field "$1" cross)size" -t "${objs[@]}") |
+		awk '/\(TOTALS\)/ { print $4 }'
 }
 
 # vmlinux_bytes FLAVOUR: text+data+bss of vmlinux.
 vmlinux_bytes() {
-	"${CROSS}size" "$(flavour_build "$1")/vmlinux" | awk 'NR == 2 { print $4 }'
+	"$(flavour_arch_field "$1" cross)size" "$(flavour_build "$1")/vmlinux" | awk 'NR == 2 { print $4 }'
 }
 
 # bloat_total OLD NEW: scripts/bloat-o-meter's total change from flavour
@@ -100,7 +103,8 @@ bloat_total() {
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
-	printf '#!/bin/sh\n%snm "$@" | awk '\''NF == 3'\''\n' "$CROSS" >"$tmp/x-nm"
+	printf '#!/bin/sh\n%snm "$@" | awk '\''NF == 3'\''\n' \
+		"$(flavour_arch_field "$1" cross)" >"$tmp/x-nm"
 	chmod +x "$tmp/x-nm"
 	"$SANDBOX/linux/scripts/bloat-o-meter" -p "$tmp/x-" \
 		"$(flavour_build "$1")/vmlinux" "$(flavour_build "$2")/vmlinux" |
@@ -136,11 +140,13 @@ size_of_options() {
 }
 
 
-# tty_objects OUT: the drivers/tty objects vmlinux links, in table order.
+# tty_objects FLAVOUR: the drivers/tty objects vmlinux links, in table order.
 tty_objects() {
-	local out=$1
+	local out cross
+	out=$(flavour_build "$1")
+	cross=$(flavour_arch_field "$1" cross)
 	[[ -f $out/drivers/tty/built-in.a ]] || return 0
-	(cd "$out" && "${CROSS}ar" t drivers/tty/built-in.a) |
+	(cd "$out" && "${cross}ar" t drivers/tty/built-in.a) |
 		grep -Ev "$SIZE_EXCLUDE" |
 		awk '{ d = $0; sub(/[^/]*$/, "", d); print d "\t" $0 }' |
 		LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2 | cut -f2
@@ -149,7 +155,7 @@ tty_objects() {
 cmd_size() {
 	parse_options size "$@"
 	no_args size
-	local flavour out
+	local flavour out cross
 	local -a objs
 	no_build_set
 	if [[ -n ${OPT_options:-} ]]; then
@@ -160,27 +166,85 @@ cmd_size() {
 	flavour=$(flavour_opt)
 	ensure_current "$flavour" >&2
 	out=$(flavour_build "$flavour")
-	mapfile -t objs < <(tty_objects "$out")
-	say "TTY/serial layer of $flavour (not counted: amba-pl011.o, earlycon.o):"
+	cross=$(flavour_arch_field "$flavour" cross)
+	mapfile -t objs < <(tty_objects "$flavour")
+	say "TTY/serial layer of $flavour ($(flavour_arch "$flavour"); not counted: the UART driver, earlycon.o):"
 	if ((${#objs[@]})); then
-		(cd "$out" && "${CROSS}size" -t "${objs[@]}")
+		(cd "$out" && "${cross}size" -t "${objs[@]}")
 	else
 		say "  (no object under drivers/tty/)"
 	fi
 	say ""
 	say "vmlinux of $flavour:"
-	(cd "$out" && "${CROSS}size" vmlinux)
+	(cd "$out" && "${cross}size" vmlinux)
+}
+
+# serial_options: the bool and tristate options of the serial drivers'
+# Kconfig files, with their type, one "NAME TYPE" a line.
+serial_options() {
+	awk '/^(menu)?config [A-Z0-9_]+$/ { name = $2; next }
+		name != "" && /^[ \t]+(bool|tristate)/ { print name, $1; name = ""; next }
+		name != "" && /^[ \t]+(int|hex|string)/ { name = "" }' \
+		"$SANDBOX/linux/drivers/tty/serial/Kconfig" \
+		"$SANDBOX/linux/drivers/tty/serial/8250/Kconfig"
+}
+
+# randconfig_fragment SEED: the random part of one configuration.
+randconfig_fragment() {
+	local name type v
+	RANDOM=$1
+	echo "CONFIG_MODULES=y"
+	echo "CONFIG_COMPILE_TEST=y"
+	for name in PCI OF GPIOLIB; do
+		if ((RANDOM % 2)); then echo "CONFIG_$name=y"; else echo "CONFIG_$name=n"; fi
+	done
+	while read -r name type; do
+		case $((RANDOM % 3)) in
+		0) v=n ;;
+		1) v=y ;;
+		*) if [[ $type == tristate ]]; then v=m; else v=y; fi ;;
+		esac
+		echo "CONFIG_$name=$v"
+	done < <(serial_options)
+}
+
+# check_randconfig N SEED: build N random serial configurations (seeds
+# SEED, SEED+1, ...); die at the first that fails.
+check_randconfig() {
+	local n=$1 seed=$2 i f=minitty-x86+randconfig out log
+	out=$(flavour_build "$f")
+	ensure_tree minitty-x86
+	mkdir -p "$out"
+	lock "$out.lock"
+	for ((i = 0; i < n; i++)); do
+		randconfig_fragment $((seed + i)) >"$out/options.config"
+		log=$LOGS/randconfig-$((seed + i)).log
+		step randconfig "$((i + 1))/$n seed $((seed + i)) (log: ${log#"$MINITTY_ROOT"/})"
+		errexit_run configure "$f" >"$log" 2>&1 ||
+			die "check: randconfig seed $((seed + i)) does not configure (log: $log)"
+		if ! grep -qx '# CONFIG_TTY is not set' "$out/.config" ||
+			! grep -qx 'CONFIG_MINITTY_SERIAL=y' "$out/.config"; then
+			die "check: randconfig seed $((seed + i)): not CONFIG_TTY=n with CONFIG_MINITTY_SERIAL=y ($out/.config)"
+		fi
+		cp "$out/options.config" "$out/options-$((seed + i)).config"
+		errexit_run kmake "$f" vmlinux modules >>"$log" 2>&1 ||
+			die "check: randconfig seed $((seed + i)) does not build: $(grep -m 3 -E 'undefined reference|error:|ERROR:' "$log" | paste -sd' ') (fragment: $out/options-$((seed + i)).config, log: $log)"
+		step ok "seed $((seed + i)): $(grep -c '^CONFIG_SERIAL.*=[ym]$' "$out/.config") serial options on"
+	done
+	unlock
+	step check "$n random serial configuration(s) build (seeds $seed to $((seed + n - 1)))"
 }
 
 flavours_options() {
 	echo "buildable|||only the flavours whose requested options all exist in the tree"
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
 	echo "oracle|||only the oracle flavours (the differential suite's reference)"
+	echo "arch||ARCH|only the flavours of ARCH (configs/arches)"
 	echo "smp|||only the SMP debug flavours (make test-smp runs the stress on them, and the differential suite on minitty-smp)"
 }
 flavours_help() {
 	cat <<EOF
-usage: minitty flavours [--buildable] [--shell] [--oracle] [--smp]
+usage: minitty flavours [--buildable] [--shell] [--oracle] [--smp] [--arch ARCH]
 The flavours of configs/flavours with their fragments and meaning; with
 an option, only their names. --buildable configures each flavour as
 build does, but aside (sandbox/build/F/.minitty-query.config, again only
@@ -194,9 +258,13 @@ cmd_flavours() {
 	parse_options flavours "$@"
 	no_args flavours
 	local f
-	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-}${OPT_smp:-} ]]; then
+	if [[ -n ${OPT_arch:-} ]] && ! arch_names | grep -qx -- "$OPT_arch"; then
+		usage_error "flavours: unknown arch '$OPT_arch' (known: $(arch_names | paste -sd' '))"
+	fi
+	if [[ -z ${OPT_buildable:-}${OPT_shell:-}${OPT_oracle:-}${OPT_smp:-}${OPT_arch:-} ]]; then
 		for f in $(flavour_names); do
-			printf '%-14s %-20s %s\n' "$f" "$(flavour_field "$f" 3)" "$(flavour_field "$f" 5)"
+			printf '%-14s %-7s %-28s %s\n' "$f" "$(flavour_field "$f" 5)" \
+				"$(flavour_field "$f" 3)" "$(flavour_field "$f" 6)"
 		done
 		return 0
 	fi
@@ -204,6 +272,7 @@ cmd_flavours() {
 		[[ -n ${OPT_shell:-} && $(flavour_field "$f" 4) != yes ]] && continue
 		[[ -n ${OPT_oracle:-} && $(flavour_field "$f" 4) != oracle ]] && continue
 		[[ -n ${OPT_smp:-} && $(flavour_field "$f" 4) != smp ]] && continue
+		[[ -n ${OPT_arch:-} && $(flavour_field "$f" 5) != "$OPT_arch" ]] && continue
 		if [[ -n ${OPT_buildable:-} ]]; then
 			ensure_tree "$f" >&2
 			flavour_buildable "$f" || continue
@@ -215,10 +284,12 @@ cmd_flavours() {
 check_options() {
 	echo "lint|||only the shell and Python checks (no checkpatch, kernel-doc, sparse)"
 	echo "bisect|||instead: build every commit of the series in both layers (see above)"
+	echo "randconfig||N|instead: build N random configurations of the serial area (see above)"
+	echo "seed||S|the first random configuration's seed (default: random; each next one S+1)"
 }
 check_help() {
 	cat <<EOF
-usage: minitty check [--lint]
+usage: minitty check [--lint | --bisect | --randconfig N [--seed S]]
 shellcheck bin/minitty, lib/*.sh, tests/run and .ci/run; every Python
 file of the project (*.py, and scripts whose first line names python)
 compiled, and checked with pyflakes (python3-pyflakes); the tree's
@@ -235,8 +306,8 @@ serial_lib.o, tty_baudrate.o). Exit 1 on findings.
 --bisect: build every commit of pristine..HEAD, oldest first, in a
 worktree of its own (sandbox/bisect/linux, detached) with two configs,
 each in a build directory of its own (sandbox/build/bisect-fulltty:
-configs base+fulltty, CONFIG_TTY=y; sandbox/build/bisect-minitty:
-base+minitty, CONFIG_TTY=n with every minitty option, once the series
+configs base+arm+pl011+fulltty, CONFIG_TTY=y; sandbox/build/bisect-minitty:
+base+arm+pl011+minitty, CONFIG_TTY=n with every minitty option, once the series
 offers MINITTY_SERIAL; before that, the same config is a TTY=n build),
 with ccache: make vmlinux must pass; the C files the commit touches that
 the config builds (and, when the commit changed the config, every C file
@@ -253,6 +324,15 @@ b4: Debian 12 ships b4 0.12, whose \`b4 prep\` has no --check (0.13 added
 it, and it only runs checkpatch, which check runs already); enrolling
 the branch would rewrite it (b4 adds a cover commit), so check does not
 run b4.
+--randconfig N: instead, N random configurations of the serial area
+with CONFIG_TTY=n and CONFIG_MINITTY_SERIAL=y, each built (vmlinux and
+modules) on x86_64 in sandbox/build/minitty-x86+randconfig: minitty-x86's
+fragments plus CONFIG_MODULES, CONFIG_COMPILE_TEST, a random choice of
+PCI, OF and GPIOLIB, and each bool or tristate option of
+drivers/tty/serial/Kconfig and 8250/Kconfig at random (y, m or n), then
+olddefconfig. Exit 1 at the first that does not configure with minitty,
+or does not build or link; its seed and fragment are named (--seed S
+builds it again).
 EOF
 	options_help check
 }
@@ -271,6 +351,13 @@ python_files() {
 cmd_check() {
 	parse_options check "$@"
 	no_args check
+	if [[ -n ${OPT_randconfig:-} ]]; then
+		[[ $OPT_randconfig =~ ^[1-9][0-9]*$ ]] ||
+			usage_error "check: --randconfig needs a number of configurations, not '$OPT_randconfig'"
+		[[ ${OPT_seed:-0} =~ ^[0-9]+$ ]] || usage_error "check: --seed needs a number, not '$OPT_seed'"
+		check_randconfig "$OPT_randconfig" "${OPT_seed:-$((RANDOM * 32768 + RANDOM))}"
+		return
+	fi
 	local rc=0 p c
 	local -a py
 	if [[ -n ${OPT_bisect:-} ]]; then
@@ -368,7 +455,7 @@ pure_move() {
 }
 
 # check --bisect: every commit of the series, both layers (check_help).
-BISECT_CONFIGS=(fulltty:base+fulltty minitty:base+minitty)
+BISECT_CONFIGS=(fulltty:base+arm+pl011+fulltty minitty:base+arm+pl011+minitty)
 check_bisect() {
 	local linux=$SANDBOX/linux tree=$SANDBOX/bisect/linux start c n=0 rc=0 cfg
 	local -a commits
@@ -399,11 +486,13 @@ check_bisect() {
 
 # bisect_make TREE OUT ARGS...: make in TREE with O=OUT, as kmake.
 bisect_make() {
-	local tree=$1 out=$2 cc=${CROSS}gcc
+	local tree=$1 out=$2 cross cc
+	cross=$(arch_field arm cross)
+	cc=${cross}gcc
 	shift 2
-	command -v ccache >/dev/null && cc="ccache ${CROSS}gcc"
+	command -v ccache >/dev/null && cc="ccache ${cross}gcc"
 	CCACHE_NOHASHDIR=true make -C "$tree" O="$out" ARCH=arm \
-		CROSS_COMPILE="$CROSS" CC="$cc" -j"$JOBS" "$@"
+		CROSS_COMPILE="$cross" CC="$cc" -j"$JOBS" "$@"
 }
 
 # bisect_one TREE COMMIT N NAME FRAGMENTS: configure (when the Kconfig
@@ -422,7 +511,7 @@ bisect_one() {
 		if [[ ! -f $out/.config || $(cat "$out/.bisect-key" 2>/dev/null) != "$key" ]]; then
 			rm -f "$out/.bisect-key"
 			KCONFIG_CONFIG=$out/.config bisect_make "$tree" "$out" tinyconfig
-			ARCH=arm CROSS_COMPILE=$CROSS "$tree/scripts/kconfig/merge_config.sh" \
+			ARCH=arm CROSS_COMPILE=$(arch_field arm cross) "$tree/scripts/kconfig/merge_config.sh" \
 				-m -O "$out" "$out/.config" "${fr[@]}"
 			bisect_make "$tree" "$out" olddefconfig
 			echo "$key" >"$out/.bisect-key"

@@ -58,6 +58,7 @@ sys.path.insert(0, HERE)
 import scenario as scn               # noqa: E402
 from target import (Target, BootError, ROOT, SANDBOX, kernel_image,  # noqa: E402
                     initramfs)
+from minitty.arch import flavour_arch  # noqa: E402
 
 LOGDIR = os.path.join(SANDBOX, "logs")
 DEVIATIONS = os.path.join(ROOT, "tests", "deviations")
@@ -261,10 +262,11 @@ def ensure_built(flavour, build):
         return "no kernel image %s" % os.path.relpath(kernel_image(flavour), ROOT)
     # the rootfs must hold the current guest programs (bin/minitty rootfs
     # rebuilds only when an input changed)
-    rfs = initramfs()
+    rfs = initramfs(flavour)
     if build and os.access(cli, os.X_OK):
         with open(os.path.join(LOGDIR, "diff-rootfs.log"), "wb") as lf:
-            subprocess.call([cli, "rootfs"], cwd=ROOT, stdout=lf,
+            subprocess.call([cli, "rootfs", "--arch", flavour_arch(flavour)],
+                            cwd=ROOT, stdout=lf,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if not os.path.exists(rfs):
         return "no rootfs %s" % os.path.relpath(rfs, ROOT)
@@ -836,7 +838,8 @@ def main():
                                         r.get("report", "").splitlines(), [])
                 details += side_by_side("stream (%s only)" % oracle,
                                         stream_lines(r.get("stream", b"")[:600]), [])
-            check(not p, "diff-oracle:%s" % sc.name, details)
+            check(not p, "%s:%s" % ("diff-oracle" if oracle == "pristine"
+                                     else "diff-oracle-" + oracle, sc.name), details)
     for fl, res in results.items():
         check(not res["log"], "diff-log:%s" % fl, res["log"][:20])
 

@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "lib", "py"))
 
+from minitty import arch as arch_mod  # noqa: E402
 from minitty import guest as guest_mod  # noqa: E402
 
 SANDBOX = guest_mod.SANDBOX
@@ -29,11 +30,11 @@ class BootError(Exception):
 
 
 def kernel_image(flavour):
-    return os.path.join(SANDBOX, "build", flavour, "arch/arm/boot/zImage")
+    return arch_mod.kernel_image(SANDBOX, flavour)
 
 
-def initramfs():
-    return os.path.join(SANDBOX, "rootfs", "initramfs.cpio.gz")
+def initramfs(flavour):
+    return arch_mod.initramfs(SANDBOX, flavour)
 
 
 class Target:

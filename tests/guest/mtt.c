@@ -109,7 +109,9 @@
 #include <asm/termbits.h>
 #include <linux/serial.h>
 
+#ifndef TTY_PATH /* the arch's serial port (lib/rootfs.sh: guest_cc) */
 #define TTY_PATH "/dev/ttyAMA0"
+#endif
 
 /* ---- output record ---------------------------------------------------- */
 

@@ -40,7 +40,9 @@
 #include <dirent.h>
 #include <asm/termbits.h>
 
+#ifndef TTY_PATH /* the arch's serial port (lib/rootfs.sh: guest_cc) */
 #define TTY_PATH "/dev/ttyAMA0"
+#endif
 #define DRIVER "/sys/bus/amba/drivers/uart-pl011"
 #define MAX_CYCLES 1000
 #define HUNG_POLL (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | \

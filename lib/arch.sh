@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# The architectures (configs/arches) and a flavour's (configs/flavours,
+# column 5). Sourced by bin/minitty (through the module list) and by
+# lib/qemu.sh when it runs as a script; lib/py/minitty/arch.py reads the
+# same tables for the Python side.
+
+ARCH_CONFIGS=${ARCH_CONFIGS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/configs}
+
+# arch_names: the arches of configs/arches, one a line.
+arch_names() {
+	awk '!/^#/ && NF { print $1 }' "$ARCH_CONFIGS/arches"
+}
+
+# arch_field ARCH NAME: column NAME (karch, cross, image, qemu, machine,
+# console, debarch, gdbarch, elf) of ARCH; cross is empty for the host's
+# compiler, elf is the rest of the line; console is the port's name, and
+# console-arg the whole column (console=, with the options after a comma).
+arch_field() {
+	awk -v a="$1" -v n="$2" '
+	!/^#/ && $1 == a {
+		split("arch karch cross image qemu machine console debarch gdbarch elf", c, " ")
+		arg = (n == "console-arg"); if (arg) n = "console"
+		for (i = 1; i <= 10; i++) if (c[i] == n) break
+		if (i > 10) exit 2
+		if (n == "elf") { for (j = 1; j < 10; j++) sub(/^[^ ]+ +/, ""); print; found = 1; exit }
+		v = $i; if (n == "cross" && v == "-") v = ""
+		if (n == "console" && !arg) sub(/,.*/, "", v)
+		print v; found = 1; exit
+	}
+	END { if (!found) exit 1 }' "$ARCH_CONFIGS/arches"
+}
+
+# flavour_arch FLAVOUR: its arch (an option flavour BASE+OPTION: BASE's).
+flavour_arch() {
+	awk -v f="${1%%+*}" '!/^#/ && $1 == f { print $5; exit }' "$ARCH_CONFIGS/flavours"
+}
+
+# flavour_arch_field FLAVOUR NAME: arch_field of FLAVOUR's arch.
+flavour_arch_field() {
+	local arch
+	arch=$(flavour_arch "$1")
+	[[ -n $arch ]] || { echo "minitty: flavour $1 has no arch (configs/flavours)" >&2; return 1; }
+	arch_field "$arch" "$2"
+}
