@@ -123,11 +123,11 @@ size_of_options() {
 		flavour=$(option_flavour "${deps[@]}" "$o")
 		ensure_current "$base" >&2
 		ensure_current "$flavour" >&2
-		rows+=("$(printf '%-22s %-20s %9s %9s %9s' "$o" \
+		rows+=("$(printf '%-22s %-20s %+9d %+9d %+9d' "$o" \
 			"$(IFS=,; echo "${deps[*]:--}")" \
-			"+$(($(layer_bytes "$flavour") - $(layer_bytes "$base")))" \
-			"+$(($(vmlinux_bytes "$flavour") - $(vmlinux_bytes "$base")))" \
-			"+$(bloat_total "$base" "$flavour")")")
+			"$(($(layer_bytes "$flavour") - $(layer_bytes "$base")))" \
+			"$(($(vmlinux_bytes "$flavour") - $(vmlinux_bytes "$base")))" \
+			"$(bloat_total "$base" "$flavour")")")
 	done
 	ensure_current minitty >&2
 	say "minitty options: the bytes each adds to minitty-tiny with the options it needs"
