@@ -74,7 +74,9 @@
 #include <linux/serial.h>
 #include <asm/termbits.h>
 
+#ifndef TTY_PATH /* the arch's serial port (lib/rootfs.sh: guest_cc) */
 #define TTY_PATH "/dev/ttyAMA0"
+#endif
 #ifndef TIOCM_LOOP
 #define TIOCM_LOOP 0x8000
 #endif

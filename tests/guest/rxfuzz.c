@@ -53,7 +53,9 @@
 #include <asm/termbits.h>
 #include <linux/serial.h>
 
+#ifndef TTY_PATH /* the arch's serial port (lib/rootfs.sh: guest_cc) */
 #define TTY_PATH "/dev/ttyAMA0"
+#endif
 #define NREADERS 2
 
 struct counts {
