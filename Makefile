@@ -3,37 +3,25 @@ MINITTY := bin/minitty
 
 .PHONY: test check build rootfs setup
 
-# Cold: setup, fetch, patch, build of every flavour that can be built and
-# boots a shell, rootfs, then the suites. Warm: only what changed. A tree
-# whose commits differ from patches/ (after a git pull, say) fails here.
-# The oracle (n_tty from the pristine tree) is built too: the differential
-# suite compares the others with it.
+# Cold: setup, fetch, patch, build of every flavour of arm and x86_64
+# that can be built and boots a shell, and of their oracles (n_tty from
+# the pristine tree: the differential suite compares the others with it),
+# rootfs, then the suites, in three lanes at once (tests/make-test). Warm:
+# only what changed. A tree whose commits differ from patches/ (after a
+# git pull, say) fails here.
 # The SMP debug flavours (minitty-smp, fulltty-smp: KASAN, lockdep, ...)
 # take 8 minutes each to build cold, which a cold make test has no room
 # for (30 minutes): `make test-smp` builds them and runs the stress and the
 # differential suite on them; `make test` runs those suites on them too
 # when they are built (tests/run).
 test: setup
-	@set -e; $(MINITTY) patch; \
-	flavours=$$($(MINITTY) flavours --buildable --shell --arch arm); \
-	for f in $$($(MINITTY) flavours --shell --arch arm); do \
-		case " $$(echo $$flavours) " in \
-		*" $$f "*) $(MINITTY) build --flavour $$f ;; \
-		*) echo "make test: $$f cannot be built from this tree (its config options are missing): not tested" ;; \
-		esac; \
-	done; \
-	oracle=$$($(MINITTY) flavours --oracle --arch arm); \
-	for f in $$oracle; do $(MINITTY) build --flavour $$f; done; \
-	$(MINITTY) rootfs; \
-	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" tests/run
+	@tests/make-test
 
-# The x86_64 flavours (issue 16: fulltty-x86, minitty-x86 with the 8250,
-# and their oracle pristine-x86): three more cold builds, which the 30
-# minutes of a cold make test have no room for. make test-x86 builds them
-# and runs the cli, differential (against pristine-x86), port, programs
-# and shell suites on them (the gdb suite's checks name the PL011 and
-# ttyAMA0: not yet run on x86_64). Measured on a loaded 2-core host: cold
-# builds 10 (fulltty-x86) and 30 (pristine-x86) minutes, the suites 9.
+# The x86_64 flavours alone (make test runs them too, in a lane of their
+# own): fulltty-x86, minitty-x86 with the 8250, and their oracle
+# pristine-x86; the cli, differential (against pristine-x86), port,
+# programs and shell suites (the gdb suite's checks name the PL011 and
+# ttyAMA0: not yet run on x86_64).
 .PHONY: test-x86
 test-x86: setup
 	@set -e; $(MINITTY) patch; \

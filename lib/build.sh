@@ -23,20 +23,43 @@ EOF
 }
 
 kmake() {
-	local flavour=$1 cross karch cc
+	local flavour=$1 cross karch cc=gcc hostcc=gcc
 	shift
 	cross=$(flavour_arch_field "$flavour" cross)
 	karch=$(flavour_arch_field "$flavour" karch)
 	cc=${cross}gcc
-	command -v ccache >/dev/null && cc="ccache ${cross}gcc"
+	if command -v ccache >/dev/null; then
+		cc="ccache ${cross}gcc"
+		# dtc, kconfig and fixdep again for each flavour otherwise
+		hostcc="ccache gcc"
+	fi
 	# Let the flavours share cached objects: they differ in few files, but
 	# by default ccache keys -g objects on the build directory. The sources
-	# are named by absolute paths (O= is not below the tree), so only
-	# DW_AT_comp_dir may name another flavour's directory. (No
-	# CCACHE_BASEDIR: rewritten paths would change __FILE__ and the sizes.)
+	# are named relative to it (../kernel/fork.c: flavour_objdir), so only
+	# DW_AT_comp_dir may name another flavour's directory, where the same
+	# file is. (No CCACHE_BASEDIR: it would rewrite the -I paths and
+	# change __FILE__, and the sizes, of builds outside a tree.)
 	export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-	make -C "$(flavour_tree "$flavour")" O="$(flavour_build "$flavour")" \
-		ARCH="$karch" CROSS_COMPILE="$cross" CC="$cc" -j"$JOBS" "$@"
+	make -C "$(flavour_tree "$flavour")" O="$(flavour_objdir "$flavour")" \
+		ARCH="$karch" CROSS_COMPILE="$cross" CC="$cc" HOSTCC="$hostcc" \
+		-j"$JOBS" "$@"
+}
+
+# build_dir FLAVOUR: make sandbox/build/F the link to F's objdir (moving
+# there a build directory of the older layout, which then rebuilds once).
+build_dir() {
+	local out obj
+	out=$(flavour_build "$1")
+	obj=$(flavour_objdir "$1")
+	[[ -L $out && $(readlink "$out") == "$obj" && -d $obj ]] && return 0
+	mkdir -p "${out%/*}"
+	if [[ -d $out && ! -L $out && ! -e $obj ]]; then
+		mv "$out" "$obj"
+	else
+		rm -rf "$out"
+		mkdir -p "$obj"
+	fi
+	ln -sfn "$obj" "$out"
 }
 
 # The tree and the fragments decide the config: hash them.
@@ -47,8 +70,8 @@ config_key() {
 	mapfile -t frags < <(flavour_fragments "$flavour")
 	{
 		cat "${frags[@]}"
-		(cd "$tree" && find . -name 'Kconfig*' -type f -print0 | sort -z |
-			xargs -0 cat)
+		(cd "$tree" && find . -path './.build-*' -prune -o \
+			-name 'Kconfig*' -type f -print0 | sort -z | xargs -0 cat)
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -124,7 +147,8 @@ query_config() {
 	out=$(flavour_build "$flavour")
 	q=$out/.minitty-query.config
 	key=$(config_key "$flavour")
-	mkdir -p "$out" "$LOGS"
+	build_dir "$flavour"
+	mkdir -p "$LOGS"
 	if [[ ! -f $q || $(cat "$q.key" 2>/dev/null) != "$key" ]]; then
 		rm -f "$q.key"
 		errexit_run configure "$flavour" "$q" >"$LOGS/query-$flavour-config.log" 2>&1 ||
@@ -171,7 +195,7 @@ build_flavour() {
 	lock "$out.lock"
 	# Stamped before configure and make start: an edit made during the
 	# build is newer than the stamp, so the build stays stale.
-	mkdir -p "$out"
+	build_dir "$flavour"
 	: >"$out/.minitty-building"
 	build_config "$flavour"
 	if [[ -z $config_only ]]; then
@@ -226,7 +250,7 @@ flavour_stale() {
 		echo "its .config changed"
 	else
 		newer=$(find "$(flavour_tree "$flavour")" "$CONFIGS" -name .git -prune -o \
-			-type f -newer "$stamp" -print -quit)
+			-name '.build-*' -prune -o -type f -newer "$stamp" -print -quit)
 		[[ -z $newer ]] || echo "${newer#"$MINITTY_ROOT"/} changed since its last build"
 	fi
 }

@@ -98,7 +98,14 @@ check_flavour() {
 }
 
 flavour_tree() { printf '%s/%s\n' "$SANDBOX" "$(flavour_field "$1" 2)"; }
+# flavour_build FLAVOUR: F's build directory, sandbox/build/F: a link to
+# flavour_objdir, where make builds.
 flavour_build() { printf '%s/build/%s\n' "$SANDBOX" "$1"; }
+# flavour_objdir FLAVOUR: a directory of F's tree (TREE/.build-F), so that
+# kbuild names the sources ../kernel/fork.c, not by their absolute paths:
+# a file that is the same in the pristine tree and in the series' is then
+# the same compilation to ccache, and the oracle builds from the cache.
+flavour_objdir() { printf '%s/.build-%s\n' "$(flavour_tree "$1")" "$1"; }
 # flavour_image FLAVOUR: the kernel image its guests boot (configs/arches).
 flavour_image() {
 	printf '%s/%s\n' "$(flavour_build "$1")" "$(flavour_arch_field "$1" image)"
