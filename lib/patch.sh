@@ -268,8 +268,11 @@ stay, so patch and the next export keep them. The regions:
   tests     the differential suite's scenarios (tests/diff/scenarios) and
             the scenarios tests/deviations lists for minitty and
             minitty-tiny; the long stress runs of sandbox/stress, if any
+  arches    on each arch but arm, the full layer against minitty (size,
+            bloat-o-meter, image) of its fulltty-* and minitty-* flavours
 headline, sizes and totals run size on pristine, fulltty, minitty,
-minitty-tiny and notty, and size --options: each builds what is stale,
+minitty-tiny and notty, and size --options, arches on the flavours of
+the other arches: each builds what is stale,
 so the figures are those of the tree exported. A description without
 regions builds nothing. An unknown or unclosed region: exit 1, patches/
 untouched.
@@ -355,6 +358,9 @@ cover_numbers() {
 		step cover "size --options (builds the option flavours when stale)"
 		"$MINITTY_ROOT/bin/minitty" size --options >"$data/options.txt"
 	fi
+	if grep -q '^arches ' <<<"$regions"; then
+		cover_arches "$data"
+	fi
 	new=$("$PYTHON" "$COVER_PY" fill "$data" <<<"$desc") || exit "$EX_FAIL"
 	if [[ $new != "$desc" ]]; then
 		git -C "$tree" config branch.minitty.description "$new"
@@ -362,6 +368,27 @@ cover_numbers() {
 	else
 		step cover "the description's figures are unchanged"
 	fi
+}
+
+# cover_arches DATA: for each arch but arm with a full-layer and a
+# minitty flavour that boot a shell (fulltty-*, minitty-*), their sizes,
+# images and bloat-o-meter's difference.
+cover_arches() {
+	local data=$1 a full mini f
+	: >"$data/arches"
+	for a in $(arch_names); do
+		[[ $a != arm ]] || continue
+		full=$(awk -v a="$a" '!/^#/ && $4 == "yes" && $5 == a && $1 ~ /^fulltty-/ { print $1; exit }' "$CONFIGS/flavours")
+		mini=$(awk -v a="$a" '!/^#/ && $4 == "yes" && $5 == a && $1 ~ /^minitty-/ { print $1; exit }' "$CONFIGS/flavours")
+		[[ -n $full && -n $mini ]] || continue
+		for f in "$full" "$mini"; do
+			step cover "size --flavour $f (builds it when stale)"
+			"$MINITTY_ROOT/bin/minitty" size --flavour "$f" >"$data/size-$f.txt"
+			stat -c %s "$(flavour_image "$f")" >"$data/image-$f"
+		done
+		bloat_total "$full" "$mini" >"$data/bloat-$full-$mini"
+		echo "$a $(arch_field "$a" console) $full $mini" >>"$data/arches"
+	done
 }
 
 # same_patch A B: equal but for the From <hash> and Date: lines.

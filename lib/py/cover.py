@@ -13,7 +13,8 @@ cover letter back into the description, and the next export keep them).
 
 DATA is the directory export fills (lib/patch.sh, cover_data): size-F.txt
 (bin/minitty size --flavour F), zimage-F (bytes), options.txt (bin/minitty
-size --options), meta (KEY=VALUE lines). The scenarios and deviations
+size --options), meta (KEY=VALUE lines); for the arches region, arches
+(ARCH PORT FULL MINITTY lines), image-F and bloat-FULL-MINITTY. The scenarios and deviations
 come from tests/diff, the runtime memory from sandbox/bench/results.json,
 the stress figures from sandbox/stress/*/results.json.
 """
@@ -39,6 +40,7 @@ REGIONS = {
     "totals": True,     # totals, vmlinux and zImage of every flavour
     "memory": False,    # runtime memory per open port (bin/minitty bench)
     "tests": False,     # scenarios, deviations, the stress run
+    "arches": True,     # the full layer and minitty on the other arches
 }
 WIDTH = 72
 
@@ -312,8 +314,32 @@ def r_tests(data):
     return wrap(text)
 
 
+def r_arches(data):
+    """arches: lines ARCH PORT FULL MINITTY; size-F.txt and image-F of
+    each flavour, bloat-FULL-MINITTY (bloat-o-meter's total)."""
+    rows = [ln.split() for ln in read(data, "arches").splitlines() if ln.strip()]
+    if not rows:
+        return wrap("No arch but arm has a full-layer and a minitty flavour "
+                    "(configs/flavours).")
+    out = wrap(
+        "The same on the other arches (`minitty size --flavour F`: the TTY "
+        "layer without the UART driver and earlycon; vmlinux as "
+        "scripts/bloat-o-meter counts it, since x86_64 pads its sections; "
+        "the image QEMU boots; gcc "
+        f"{meta(data).get('gcc', '?')}):")
+    out += ["", "| arch (port) | full layer | minitty | vmlinux | image: full | minitty |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for arch, port, full, mini in rows:
+        ft, mt = size_table(data, full)[1][3], size_table(data, mini)[1][3]
+        zf, zm = (int(read(data, f"image-{f}").strip()) for f in (full, mini))
+        bloat = int(read(data, f"bloat-{full}-{mini}").strip())
+        out.append(f"| {arch} ({port}) | {n(ft)} | {n(mt)} ({pct(mt, ft)}) | "
+                   f"{bloat:+,} | {n(zf)} | {n(zm)} |")
+    return out
+
+
 RENDER = {"headline": r_headline, "sizes": r_sizes, "totals": r_totals,
-          "memory": r_memory, "tests": r_tests}
+          "memory": r_memory, "tests": r_tests, "arches": r_arches}
 
 
 def main(argv):
