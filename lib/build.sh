@@ -70,7 +70,7 @@ config_key() {
 	mapfile -t frags < <(flavour_fragments "$flavour")
 	{
 		cat "${frags[@]}"
-		(cd "$tree" && find . -path './.build-*' -prune -o \
+		(cd "$tree" && find . \( -name .git -o -path './.build-*' \) -prune -o \
 			-name 'Kconfig*' -type f -print0 | sort -z | xargs -0 cat)
 	} | sha256sum | cut -d' ' -f1
 }
