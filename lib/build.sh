@@ -9,8 +9,9 @@ build_options() {
 build_help() {
 	cat <<EOF
 usage: minitty build [--flavour F] [--config-only]
-Configure sandbox/build/F from tinyconfig plus the fragments that
-configs/flavours lists for F (scripts/kconfig/merge_config.sh, then
+Configure sandbox/build/F (a link to F's directory in its tree,
+TREE/.build-F, where ccache can share objects between the trees) from
+tinyconfig plus the fragments that configs/flavours lists for F (scripts/kconfig/merge_config.sh, then
 olddefconfig), fail if any requested option did not end up as requested,
 then make the arch's image (configs/arches: zImage on arm, bzImage on
 x86_64), vmlinux (with debug info) and scripts_gdb, with ccache.
