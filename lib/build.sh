@@ -129,7 +129,14 @@ build_config() {
 	key=$(config_key "$flavour")
 	if [[ ! -f $out/.config || $(cat "$out/.minitty-config-key" 2>/dev/null) != "$key" ]]; then
 		rm -f "$out/.minitty-config-key"
-		run_logged config "$LOGS/build-$flavour-config.log" configure "$flavour"
+		if [[ -f $out/.minitty-query.config &&
+			$(cat "$out/.minitty-query.config.key" 2>/dev/null) == "$key" ]]; then
+			# configured by flavours --buildable with this key: the same
+			cp "$out/.minitty-query.config" "$out/.config"
+			step config "as flavours --buildable configured it"
+		else
+			run_logged config "$LOGS/build-$flavour-config.log" configure "$flavour"
+		fi
 		echo "$key" >"$out/.minitty-config-key"
 	else
 		step config "unchanged ($(flavour_field "$flavour" 3))"
