@@ -229,8 +229,14 @@ ensure_tree() {
 			patch_tree "$linux"
 		fi
 		if [[ ! -e $tree ]]; then
-			step fetch "pristine worktree: ${tree#"$MINITTY_ROOT"/}"
-			git -C "$linux" worktree add -q --detach "$tree" pristine
+			# (one of two builds at once adds it: make test's lanes)
+			(
+				flock 9
+				if [[ ! -e $tree ]]; then
+					step fetch "pristine worktree: ${tree#"$MINITTY_ROOT"/}"
+					git -C "$linux" worktree add -q --detach "$tree" pristine
+				fi
+			) 9>"$SANDBOX/pristine.lock"
 		fi
 		if [[ $(git -C "$tree" rev-parse HEAD) != "$(git -C "$tree" rev-parse 'pristine^{commit}')" ]] ||
 			! git -C "$tree" diff --quiet HEAD --; then
