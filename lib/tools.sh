@@ -290,9 +290,9 @@ check_options() {
 check_help() {
 	cat <<EOF
 usage: minitty check [--lint | --bisect | --randconfig N [--seed S]]
-shellcheck bin/minitty, lib/*.sh, tests/run and .ci/run; every Python
-file of the project (*.py, and scripts whose first line names python)
-compiled, and checked with pyflakes (python3-pyflakes); the tree's
+shellcheck bin/minitty, lib/*.sh, tests/run, tests/make-test and
+.ci/run; every Python file of the project (*.py, and scripts whose
+first line names python) compiled, and checked with pyflakes (python3-pyflakes); the tree's
 scripts/checkpatch.pl --strict on patches/*.patch (not the cover letter;
 not a patch whose message says "This is a pure move" and whose commit
 is one: git diff --color-moved=blocks finds no added line that is not
@@ -366,9 +366,9 @@ cmd_check() {
 		return
 	fi
 	need_cmd shellcheck check
-	step shellcheck "bin/minitty lib/*.sh tests/run .ci/run"
+	step shellcheck "bin/minitty lib/*.sh tests/run tests/make-test .ci/run"
 	shellcheck -x "$MINITTY_ROOT/bin/minitty" "$MINITTY_ROOT"/lib/*.sh \
-		"$MINITTY_ROOT/tests/run" "$MINITTY_ROOT/.ci/run" || rc=1
+		"$MINITTY_ROOT/tests/run" "$MINITTY_ROOT/tests/make-test" "$MINITTY_ROOT/.ci/run" || rc=1
 	mapfile -t py < <(python_files)
 	step python "${#py[@]} files: compile, pyflakes"
 	# (compile() rather than py_compile: no __pycache__ left behind)
