@@ -48,6 +48,9 @@
  *   kmsg "TEXT"          write TEXT to /dev/kmsg
  *   console "TEXT"       open /dev/console, write TEXT, close
  *   sigs                 record the signals caught so far
+ *   waitsig SIG MS       wait until SIG (HUP, CONT, ...) is caught, at most
+ *                        MS (ok, or timeout): a signal another process
+ *                        sends (a shell's exit) comes when it runs
  *   bg OP                run OP in a child in a new process group (job
  *                        control checks), record its record and signals
  *                        (the child's watchdog ends OP after 3 s)
@@ -1443,6 +1446,22 @@ static int run_op1(struct word *w, int nw, char *err)
 	}
 	if (!strcmp(op, "sigs")) {
 		out_sigs();
+		return 0;
+	}
+	if (!strcmp(op, "waitsig")) {
+		long end;
+
+		if (nw != 3 || num(w[2].s, &v))
+			goto usage;
+		for (i = 0; i < NSIGTAB; i++)
+			if (!strcmp(w[1].s, sigtab[i].name))
+				break;
+		if (i == NSIGTAB)
+			goto usage;
+		end = now_ms() + v;
+		while (!sigcount[i] && !watchdog_fired && now_ms() < end)
+			poll(NULL, 0, 20);	/* (a signal may land before poll) */
+		out(sigcount[i] ? "ok" : "timeout");
 		return 0;
 	}
 	if (!strcmp(op, "spawn")) {
