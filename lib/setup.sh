@@ -16,6 +16,8 @@ arch_packages() {
 	case $1 in
 	arm) echo gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm ;;
 	x86_64) echo gcc binutils libc6-dev qemu-system-x86 ;;
+	# qemu-system-aarch64 is in Debian's qemu-system-arm.
+	arm64) echo gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-system-arm ;;
 	*) die "setup: no packages known for arch $1 (lib/setup.sh: arch_packages)" ;;
 	esac
 }

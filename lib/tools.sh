@@ -2,7 +2,8 @@
 # size, flavours, check, test.
 
 # Not counted by size: the UART driver and earlycon (see the cover letter):
-# the PL011 on arm, the 8250 (drivers/tty/serial/8250/) on x86_64.
+# the PL011 on arm and arm64, the 8250 (drivers/tty/serial/8250/) on
+# x86_64.
 SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$|/8250/'
 
 size_options() {
