@@ -168,8 +168,11 @@ query_config() {
 
 # flavour_buildable FLAVOUR: the requested options exist in the tree (F's
 # fragments configured from tinyconfig give every option as requested).
+# Not without the arch's compiler: an opt-in arch (configs/arches) that
+# is not set up has none, and a query does not install it.
 flavour_buildable() {
 	local rc=0 q
+	command -v "$(flavour_arch_field "$1" cross)gcc" >/dev/null || return 1
 	lock "$(flavour_build "$1").lock"
 	if q=$(query_config "$1"); then
 		[[ -z $(config_mismatches "$1" "$q") ]] || rc=1
@@ -196,7 +199,7 @@ cmd_build() {
 build_flavour() {
 	local flavour=$1 config_only=${2:-} why=${3:-} out
 	out=$(flavour_build "$flavour")
-	setup_host quiet
+	setup_host quiet "$(flavour_arch "$flavour")"
 	ensure_tree "$flavour"
 	say "build $flavour${why:+ ($why)}"
 	# Two builds in one output directory would spoil it.

@@ -64,7 +64,8 @@ boot_help() {
 usage: minitty boot [--flavour F] [--gdb-wait] [--no-attach] [--login]
                     [--append ARGS] [--smp N] [--memory M] [--add DIR] [--no-build]
 Start the QEMU of F's arch (configs/arches: qemu-system-arm -M virt
--cpu cortex-a15, qemu-system-x86_64 -M pc; 64 MiB) on F's kernel image
+-cpu cortex-a15, qemu-system-x86_64 -M pc, qemu-system-aarch64 -M virt
+-cpu cortex-a53; 64 MiB) on F's kernel image
 and the arch's initramfs, console= the arch's serial port (ttyAMA0, ttyS0), the serial port on a host pty, a gdbstub on a free TCP port,
 and record flavour, pid, serial, gdb, serial.log in sandbox/run/. Builds
 F first when it is stale, and the initramfs. When stdin is a terminal,

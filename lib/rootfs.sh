@@ -71,7 +71,7 @@ rootfs_key() {
 # build_rootfs [ARCH]: ARCH's initramfs (default arm), when stale.
 build_rootfs() {
 	local arch=${1:-arm} key dir image
-	setup_host quiet
+	setup_host quiet "$arch"
 	need_cmd "$(arch_field "$arch" cross)gcc" rootfs
 	dir=$(rootfs_dir "$arch")
 	image=$(initramfs "$arch")

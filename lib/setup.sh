@@ -16,15 +16,30 @@ arch_packages() {
 	case $1 in
 	arm) echo gcc-arm-linux-gnueabihf libc6-dev-armhf-cross binutils-arm-linux-gnueabihf qemu-system-arm ;;
 	x86_64) echo gcc binutils libc6-dev qemu-system-x86 ;;
+	# qemu-system-aarch64 is in Debian's qemu-system-arm.
+	arm64) echo gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-system-arm ;;
 	*) die "setup: no packages known for arch $1 (lib/setup.sh: arch_packages)" ;;
 	esac
 }
 
-# all_packages: SETUP_PACKAGES and those of every arch, one a line.
+# setup_arches [ARCH...]: the arches to set up, one a line, in the
+# order of configs/arches: those of column setup `always`, and each ARCH
+# named (an opt-in one: something needs it).
+setup_arches() {
+	local a want
+	want=" $(arch_setup_names | paste -sd' ') $* "
+	for a in $(arch_names); do
+		[[ $want == *" $a "* ]] && echo "$a"
+	done
+	return 0
+}
+
+# all_packages [ARCH...]: SETUP_PACKAGES and those of each arch of
+# setup_arches ARCH..., one a line.
 all_packages() {
 	local a
 	printf '%s\n' "${SETUP_PACKAGES[@]}"
-	for a in $(arch_names); do
+	for a in $(setup_arches "$@"); do
 		arch_packages "$a" | tr ' ' '\n'
 	done
 }
@@ -32,11 +47,18 @@ all_packages() {
 # busybox_pkg ARCH: the guest's busybox (Debian's, of ARCH's debarch).
 busybox_pkg() { echo "busybox-static:$(arch_field "$1" debarch)"; }
 
-setup_options() { :; }
+setup_options() {
+	echo "arch||ARCH[,ARCH...]|also set up these opt-in arches (configs/arches, column setup)"
+}
 setup_help() {
+	local a optin=""
+	for a in $(arch_names); do
+		[[ $(arch_field "$a" setup) == always ]] ||
+			optin+="${optin:+; }$a: $(arch_packages "$a") $(busybox_pkg "$a")"
+	done
 	fold -s -w 72 <<EOF | sed 's/ *$//'
-usage: minitty setup
-Install the missing host packages with apt-get (runs apt-get update once when something is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch of configs/arches ($(for a in $(arch_names); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. Then check that each tool works, not only that its package is there (for each arch a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+usage: minitty setup [--arch ARCH[,ARCH...]]
+Install the missing host packages with apt-get (runs apt-get update once when something is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -54,16 +76,28 @@ busybox_deb() {
 cmd_setup() {
 	parse_options setup "$@"
 	no_args setup
-	setup_host loud
+	local a
+	local -a arches=()
+	IFS=, read -ra arches <<<"${OPT_arch:-}"
+	for a in "${arches[@]}"; do
+		arch_known "$a" ||
+			usage_error "setup: unknown arch '$a' (known: $(arch_names | paste -sd' '))"
+	done
+	setup_host loud "${arches[@]}"
 }
 
-# setup_host quiet|loud: install what is missing; quiet says nothing when
-# nothing is (build and rootfs call it, so that `boot` alone is enough).
+# setup_host quiet|loud [ARCH...]: install what is missing for the arches
+# of setup_arches ARCH... (build and rootfs name theirs: an opt-in arch is
+# set up when one of its flavours is built); quiet says nothing when
+# nothing is missing (build and rootfs call it, so that `boot` alone is
+# enough).
 setup_host() {
 	local mode=$1 p a missing=() updated="" no_busybox=""
-	local -a all
+	shift
+	local -a all arches
 	local -A have=()
-	mapfile -t all < <(all_packages)
+	mapfile -t arches < <(setup_arches "$@")
+	mapfile -t all < <(all_packages "${arches[@]}")
 	while read -r p; do
 		have[$p]=1
 	done < <(dpkg-query -W -f='${Package} ${Status}\n' "${all[@]%%:*}" 2>/dev/null |
@@ -71,7 +105,7 @@ setup_host() {
 	for p in "${all[@]}"; do
 		[[ -n ${have[$p]:-} ]] || missing+=("$p")
 	done
-	for a in $(arch_names); do
+	for a in "${arches[@]}"; do
 		[[ -n $(busybox_deb "$a") ]] || no_busybox+=" $a"
 	done
 	[[ $mode == quiet && ${#missing[@]} -eq 0 && -z $no_busybox ]] && return 0
@@ -90,7 +124,7 @@ setup_host() {
 		updated=1
 	done
 	step setup "host ready"
-	[[ $mode == quiet ]] || setup_check
+	[[ $mode == quiet ]] || setup_check "${arches[@]}"
 }
 
 # fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/
@@ -125,10 +159,12 @@ fetch_busybox() {
 	done
 }
 
-# setup_check: every tool a later step compiles or runs with works; each
-# one that does not is named with its package, then exit 1.
+# setup_check ARCH...: every tool a later step compiles or runs with
+# works (for the arches named); each one that does not is named with its
+# package, then exit 1.
 setup_check() {
 	local tmp bad=() out a pkgs cross qemu machine
+	local -a arches=("$@")
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
@@ -144,7 +180,7 @@ setup_check() {
 		'#include <sys/ioctl.h>' '#include <poll.h>' \
 		'int main(void) { struct termios t; return tcgetattr(0, &t) ? 0 : 1; }' \
 		>"$tmp/guest.c"
-	for a in $(arch_names); do
+	for a in "${arches[@]}"; do
 		pkgs=$(arch_packages "$a")
 		cross=$(arch_field "$a" cross)
 		try "$pkgs" "${cross}gcc -static (a static $a C program)" \
@@ -195,7 +231,7 @@ setup_check() {
 		list=$(printf '; %s' "${bad[@]}")
 		die "setup: does not work: ${list#; }; install the package(s) named (details: rerun with MINITTY_SETUP_LOG=FILE)"
 	fi
-	step check "every tool works ($(arch_names | paste -sd' '): C, QEMU, gdb; kernel host tools, picocom, Python)"
+	step check "every tool works (${arches[*]}: C, QEMU, gdb; kernel host tools, picocom, Python)"
 }
 
 fetch_options() { :; }

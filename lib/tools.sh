@@ -2,7 +2,8 @@
 # size, flavours, check, test.
 
 # Not counted by size: the UART driver and earlycon (see the cover letter):
-# the PL011 on arm, the 8250 (drivers/tty/serial/8250/) on x86_64.
+# the PL011 on arm and arm64, the 8250 (drivers/tty/serial/8250/) on
+# x86_64.
 SIZE_EXCLUDE='/(amba-pl011|earlycon)\.o$|/8250/'
 
 size_options() {
@@ -249,7 +250,9 @@ The flavours of configs/flavours with their fragments and meaning; with
 an option, only their names. --buildable configures each flavour as
 build does, but aside (sandbox/build/F/.minitty-query.config, again only
 when configs/ or a Kconfig changed; F's .config and build are left
-alone), and keeps those whose config check passes.
+alone), and keeps those whose config check passes; a flavour whose
+arch's compiler is not installed (an opt-in arch of configs/arches that
+is not set up: setup --arch ARCH) is not buildable, and installs nothing.
 EOF
 	options_help flavours
 }

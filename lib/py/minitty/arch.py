@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 CONFIGS = os.path.join(ROOT, "configs")
 COLUMNS = ("arch", "karch", "cross", "image", "qemu", "machine", "console",
-           "debarch", "gdbarch", "elf")
+           "debarch", "gdbarch", "setup", "elf")
 
 
 def _rows(name):
@@ -24,8 +24,8 @@ def arch_info(arch):
     port's name and console_arg the whole column)."""
     for row in _rows("arches"):
         if row[0] == arch:
-            info = dict(zip(COLUMNS[:-1], row[:9]))
-            info["elf"] = " ".join(row[9:])
+            info = dict(zip(COLUMNS[:-1], row[:10]))
+            info["elf"] = " ".join(row[10:])
             if info["cross"] == "-":
                 info["cross"] = ""
             info["console_arg"] = info["console"]
