@@ -740,6 +740,7 @@ class Watch:
         self.name = port_name(mp)
         self.breakpoints = []
         self.last_out = None
+        self.last_stop = None
         # the other ports, whose calls are not shown
         self.others = set(int(p[3]) for p in ports()) - {int(mp)}
 
@@ -757,6 +758,17 @@ class Watch:
 
 
 watching = None
+
+
+def registers():
+    """The values of the general registers of the selected frame (None when
+    they cannot be read)."""
+    try:
+        frame = gdb.selected_frame()
+        return tuple(int(frame.read_register(r.name)) for r in
+                     frame.architecture().registers("general"))
+    except (gdb.error, AttributeError, ValueError):
+        return None
 
 
 def frame_arg(names):
@@ -800,6 +812,13 @@ class WatchBreakpoint(gdb.Breakpoint):
 
     def stop(self):
         w = self.watch
+        # gdb may report one breakpoint stop twice in a row (seen on x86_64
+        # under QEMU: the same call, every register alike, the guest's state
+        # unchanged): the second is no new event.
+        regs = registers()
+        if regs is not None and (self.number, regs) == w.last_stop:
+            return False
+        w.last_stop = (self.number, regs)
         try:
             mp = self.port_mp()
             # another port's call; an argument that is unreadable, or not a
