@@ -19,9 +19,8 @@ test: setup
 
 # The x86_64 flavours alone (make test runs them too, in a lane of their
 # own): fulltty-x86, minitty-x86 with the 8250, and their oracle
-# pristine-x86; the cli, differential (against pristine-x86), port,
-# programs and shell suites (the gdb suite's checks name the PL011 and
-# ttyAMA0: not yet run on x86_64).
+# pristine-x86; the cli, differential (against pristine-x86), gdb, port,
+# programs and shell suites.
 .PHONY: test-x86
 test-x86: setup
 	@set -e; $(MINITTY) patch; \
@@ -30,7 +29,7 @@ test-x86: setup
 	for f in $$flavours $$oracle; do $(MINITTY) build --flavour $$f; done; \
 	$(MINITTY) rootfs --arch x86_64; \
 	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" \
-		MINITTY_SMP_FLAVOURS= tests/run cli diff port programs shell
+		MINITTY_SMP_FLAVOURS= tests/run cli diff gdb port programs shell
 
 # The arm64 flavours (issue 16: fulltty-arm64, minitty-arm64 with the
 # PL011 on QEMU's virt, and their oracle pristine-arm64). arm64 is opt-in

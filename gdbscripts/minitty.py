@@ -29,7 +29,8 @@ MINITTY_RX_SIZE = 4096
 SHOW_MAX = 256
 
 # termios bits, from include/uapi/asm-generic/termbits.h and
-# termbits-common.h (ARM uses the generic ones): DWARF has no macros.
+# termbits-common.h (ARM and x86 use the generic ones): DWARF has no
+# macros.
 IFLAGS = [("IGNBRK", 0x001), ("BRKINT", 0x002), ("IGNPAR", 0x004),
           ("PARMRK", 0x008), ("INPCK", 0x010), ("ISTRIP", 0x020),
           ("INLCR", 0x040), ("IGNCR", 0x080), ("ICRNL", 0x100),
@@ -77,8 +78,6 @@ TIOCM = [("LE", 0x001), ("DTR", 0x002), ("RTS", 0x004), ("ST", 0x008),
          ("LOOP", 0x8000)]
 ICOUNT = ["rx", "tx", "frame", "parity", "overrun", "brk", "buf_overrun",
           "cts", "dsr", "rng", "dcd"]
-
-U32 = 0xffffffff
 
 
 def flag_names(value, table):
@@ -346,16 +345,66 @@ def find_port(arg):
                        (arg, ", ".join(port_name(p[3]) for p in found)))
 
 
-ARM_MODE_USR = 0x10
+#
+# The guest's CPU
+#
 
-# Where the CPU enters the kernel from user mode (arch/arm/kernel/entry-*.S).
-KERNEL_ENTRIES = ["vector_swi", "__irq_usr", "__dabt_usr", "__pabt_usr",
-                  "__und_usr", "__fiq_usr"]
+class Cpu:
+    """What the helpers need to know of a guest's CPU: ARCH, gdb's name of
+    its architecture (configs/arches, gdbarch), or a prefix of it;
+    USER_MODE, a gdb expression that is true while the CPU runs user code,
+    where QEMU's gdbstub may not read the kernel's memory; ENTRIES, the
+    functions where the CPU enters the kernel from user mode (`minitty
+    enter-kernel` breaks there)."""
+
+    def __init__(self, arch, user_mode, entries):
+        self.arch = arch
+        self.user_mode = user_mode
+        self.entries = entries
+
+
+CPUS = [
+    # ARM: CPSR's mode field is USR (0x10); QEMU's gdbstub reads with the
+    # permissions of the CPU's mode, and user mode has none on the kernel's
+    # memory. The exception vectors of arch/arm/kernel/entry-*.S.
+    Cpu("arm", "($cpsr & 0x1f) == 0x10",
+        ["vector_swi", "__irq_usr", "__dabt_usr", "__pabt_usr", "__und_usr",
+         "__fiq_usr"]),
+    # x86_64: CS's privilege level is 3; QEMU's gdbstub reads through the
+    # current page tables, and with page table isolation the user's map
+    # almost none of the kernel. The C functions behind the system calls
+    # and behind the interrupts and exceptions run on the kernel's (the
+    # assembly entries of arch/x86/entry/entry_64.S switch to them first).
+    Cpu("i386:x86-64", "($cs & 3) == 3", ["do_syscall_64", "irqentry_enter"]),
+]
+
+
+def gdb_arch():
+    """gdb's name of the current architecture (arm, i386:x86-64)."""
+    try:
+        return gdb.selected_inferior().architecture().name()
+    except (gdb.error, AttributeError):
+        return "?"
+
+
+def cpu():
+    """The Cpu of gdb's current architecture, or None when these helpers do
+    not know it."""
+    name = gdb_arch()
+    for c in CPUS:
+        if name.startswith(c.arch):
+            return c
+    return None
 
 
 def cpu_in_user_mode():
+    """Whether the CPU runs user code (False when there is no CPU: no
+    target, or an architecture CPUS does not list)."""
+    c = cpu()
+    if c is None:
+        return False
     try:
-        return int(gdb.parse_and_eval("$cpsr")) & 0x1f == ARM_MODE_USR
+        return bool(int(gdb.parse_and_eval(c.user_mode)))
     except gdb.error:
         return False
 
@@ -442,6 +491,16 @@ def console_port():
     return int(v) if v is not None and v.type.code == gdb.TYPE_CODE_PTR else None
 
 
+def index_mask(value):
+    """All the bits of VALUE's type: the free-running indices of the rings
+    (unsigned int) wrap around at it, and so do their differences."""
+    return (1 << 8 * value.type.strip_typedefs().sizeof) - 1
+
+
+def rx_mask(mp):
+    return index_mask(mp["rx_head"])
+
+
 def rx_size(mp):
     t = mp["rx_buf"].type.strip_typedefs()
     if t.code == gdb.TYPE_CODE_ARRAY:
@@ -463,7 +522,7 @@ def rx_indices(mp):
 def rx_bytes(mp, start, end):
     """The bytes of the RX ring in [START, END) (free-running indices)."""
     buf = rx_buf_addr(mp)
-    n = (end - start) & U32
+    n = (end - start) & rx_mask(mp)
     if not buf or not n or n > rx_size(mp):
         return b"", n
     return ring_bytes(buf, rx_size(mp), start, n), n
@@ -479,12 +538,12 @@ def tx_indices(mp):
     fifo = xmit_fifo(mp)
     fin, fout = int(fifo["in"]), int(fifo["out"])
     size = int(fifo["mask"]) + 1 if fifo["data"] else 0
-    return fin, fout, (fin - fout) & U32, size
+    return fin, fout, (fin - fout) & index_mask(fifo["in"]), size
 
 
 def tx_bytes(mp, start, end):
     fifo = xmit_fifo(mp)
-    n = (end - start) & U32
+    n = (end - start) & index_mask(fifo["in"])
     size = int(fifo["mask"]) + 1
     if not fifo["data"] or not n or n > size:
         return b"", n
@@ -505,8 +564,9 @@ minitty unwatch        stop tracing
 minitty enter-kernel   run the guest until the CPU is in kernel mode
 
 PORT is an index or device name from `minitty ports`; without it, the
-console's port (else the first). The commands read the guest's memory,
-which QEMU's gdbstub allows only while the CPU is in a kernel mode."""
+console's port (else the first). The commands read the guest's kernel
+memory, which QEMU's gdbstub may not reach while the CPU runs user code
+(ARM; x86_64 with page table isolation): they enter the kernel first."""
 
     def __init__(self):
         super(Minitty, self).__init__("minitty", gdb.COMMAND_DATA,
@@ -574,22 +634,23 @@ def show_state(mp):
     out.append("  head %d  vetted %d  tail %d   (slots %d %d %d)" %
                (head, vetted, tail, head & (size - 1), vetted & (size - 1),
                 tail & (size - 1)))
-    pending = (head - tail) & U32
-    unvetted = (head - vetted) & U32
+    mask = rx_mask(mp)
+    pending = (head - tail) & mask
+    unvetted = (head - vetted) & mask
     overflow = "yes" if mp["rx_overflow"] else "no"
     spare = field(mp, "rx_spare")
     if mp["rx_overflow"] and spare is not None:
         overflow += " (spare byte %s)" % show_bytes(bytes([int(spare) & 0xff]))
     out.append("  pending %d bytes (%d vetted, %d not vetted)  lines %d  "
                "overflow %s" %
-               (pending, (vetted - tail) & U32, unvetted, int(mp["rx_lines"]),
+               (pending, (vetted - tail) & mask, unvetted, int(mp["rx_lines"]),
                 overflow))
     pushed = field(mp, "rx_pushed")
     if pushed:
         push = int(mp["rx_push"])
         out.append("  pushed line without terminator: [tail, %d), %d bytes" %
-                   (push, (push - tail) & U32))
-    if pending > size or (vetted - tail) & U32 > pending:
+                   (push, (push - tail) & mask))
+    if pending > size or (vetted - tail) & mask > pending:
         out.append("  INCONSISTENT: the ring invariant tail <= vetted <= head "
                    "<= tail + %d does not hold" % size)
     else:
@@ -679,6 +740,7 @@ class Watch:
         self.name = port_name(mp)
         self.breakpoints = []
         self.last_out = None
+        self.last_stop = None
         # the other ports, whose calls are not shown
         self.others = set(int(p[3]) for p in ports()) - {int(mp)}
 
@@ -696,6 +758,17 @@ class Watch:
 
 
 watching = None
+
+
+def registers():
+    """The values of the general registers of the selected frame (None when
+    they cannot be read)."""
+    try:
+        frame = gdb.selected_frame()
+        return tuple(int(frame.read_register(r.name)) for r in
+                     frame.architecture().registers("general"))
+    except (gdb.error, AttributeError, ValueError):
+        return None
 
 
 def frame_arg(names):
@@ -739,6 +812,13 @@ class WatchBreakpoint(gdb.Breakpoint):
 
     def stop(self):
         w = self.watch
+        # gdb may report one breakpoint stop twice in a row (seen on x86_64
+        # under QEMU: the same call, every register alike, the guest's state
+        # unchanged): the second is no new event.
+        regs = registers()
+        if regs is not None and (self.number, regs) == w.last_stop:
+            return False
+        w.last_stop = (self.number, regs)
         try:
             mp = self.port_mp()
             # another port's call; an argument that is unreadable, or not a
@@ -803,7 +883,8 @@ class TxDrain(WatchBreakpoint):
         w = self.watch
         fin, fout, used, size = tx_indices(w.mp)
         text = "tx %s" % w.tx()
-        if w.last_out is not None and ((fout - w.last_out) & U32) <= size:
+        if w.last_out is not None and \
+                ((fout - w.last_out) & index_mask(xmit_fifo(w.mp)["in"])) <= size:
             data, n = tx_bytes(w.mp, w.last_out, fout)
             text += " | sent %s" % show_bytes(data, n)
         w.last_out = fout
@@ -937,9 +1018,14 @@ MinittyUnwatch()
 
 def enter_kernel():
     """Continue to the first entry into the kernel from user mode."""
+    c = cpu()
+    if c is None:
+        raise gdb.GdbError("minitty enter-kernel: these helpers do not know "
+                           "where the kernel is entered on architecture %s "
+                           "(gdbscripts/minitty.py, CPUS)" % gdb_arch())
     bps = []
     try:
-        for spec in KERNEL_ENTRIES:
+        for spec in c.entries:
             try:
                 gdb.decode_line(spec)
             except gdb.error:
@@ -947,7 +1033,7 @@ def enter_kernel():
             bps.append(gdb.Breakpoint(spec, internal=True, temporary=True))
         if not bps:
             raise gdb.GdbError("minitty enter-kernel: no kernel entry "
-                               "point found (%s)" % ", ".join(KERNEL_ENTRIES))
+                               "point found (%s)" % ", ".join(c.entries))
         gdb.execute("continue", to_string=True)
     finally:
         for bp in bps:
@@ -960,11 +1046,13 @@ class MinittyEnterKernel(gdb.Command):
 
 minitty enter-kernel
 
-QEMU's gdbstub reads kernel memory only while the CPU is in a privileged
-mode: when gdb stopped the guest in user space, the other minitty
-commands cannot read the ports. This sets temporary breakpoints where
-the CPU enters the kernel from user mode (system call, interrupt, abort)
-and continues to the first one. Does nothing in kernel mode."""
+QEMU's gdbstub may not read kernel memory while the CPU runs user code
+(on ARM it cannot; on x86_64 it cannot with page table isolation): when
+gdb stopped the guest in user space, the other minitty commands might not
+read the ports, and enter the kernel first. This sets temporary
+breakpoints where the CPU enters the kernel from user mode (system call,
+interrupt, exception) and continues to the first one. Does nothing in
+kernel mode."""
 
     def __init__(self):
         super(MinittyEnterKernel, self).__init__("minitty enter-kernel",

@@ -12,17 +12,18 @@ arch_names() {
 }
 
 # arch_field ARCH NAME: column NAME (karch, cross, image, qemu, machine,
-# console, debarch, gdbarch, setup, elf) of ARCH; cross is empty for the host's
-# compiler, elf is the rest of the line; console is the port's name, and
-# console-arg the whole column (console=, with the options after a comma).
+# console, uart, debarch, gdbarch, setup, elf) of ARCH; cross is empty for
+# the host's compiler, elf is the rest of the line; console is the port's
+# name, and console-arg the whole column (console=, with the options after
+# a comma).
 arch_field() {
 	awk -v a="$1" -v n="$2" '
 	!/^#/ && $1 == a {
-		split("arch karch cross image qemu machine console debarch gdbarch setup elf", c, " ")
+		split("arch karch cross image qemu machine console uart debarch gdbarch setup elf", c, " ")
 		arg = (n == "console-arg"); if (arg) n = "console"
-		for (i = 1; i <= 11; i++) if (c[i] == n) break
-		if (i > 11) exit 2
-		if (n == "elf") { for (j = 1; j < 11; j++) sub(/^[^ ]+ +/, ""); print; found = 1; exit }
+		for (i = 1; i <= 12; i++) if (c[i] == n) break
+		if (i > 12) exit 2
+		if (n == "elf") { for (j = 1; j < 12; j++) sub(/^[^ ]+ +/, ""); print; found = 1; exit }
 		v = $i; if (n == "cross" && v == "-") v = ""
 		if (n == "console" && !arg) sub(/,.*/, "", v)
 		print v; found = 1; exit
@@ -34,7 +35,7 @@ arch_field() {
 # (column setup: always), one a line; the opt-in ones are set up only
 # when something needs them (setup_host ARCH...).
 arch_setup_names() {
-	awk '!/^#/ && NF && $10 == "always" { print $1 }' "$ARCH_CONFIGS/arches"
+	awk '!/^#/ && NF && $11 == "always" { print $1 }' "$ARCH_CONFIGS/arches"
 }
 
 # arch_known ARCH: ARCH is a line of configs/arches.

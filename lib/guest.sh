@@ -199,20 +199,27 @@ console_attach() {
 		die "console: picocom failed"
 }
 
-debug_options() { :; }
+debug_options() {
+	echo "flavour|f|F|the running guest's flavour, checked (default: whichever runs); with no guest running, gdb on F's vmlinux alone"
+}
 debug_help() {
 	cat <<EOF
-usage: minitty debug
+usage: minitty debug [--flavour F]
 gdb-multiarch on the running guest's vmlinux, connected to its gdbstub,
-with the kernel's lx- helpers (vmlinux-gdb.py) and gdbscripts/*.py
-loaded. When stdin is not a terminal, gdb reads its commands from stdin
-(e.g. printf 'info registers\n' | minitty debug), then detaches: the
-guest keeps running.
+with gdb's architecture the flavour's (configs/arches: arm, i386:x86-64),
+the kernel's lx- helpers (vmlinux-gdb.py) and gdbscripts/*.py loaded.
+When stdin is not a terminal, gdb reads its commands from stdin (e.g.
+printf 'info registers\n' | minitty debug), then detaches: the guest
+keeps running. With --flavour F, refused when the guest that runs is of
+another flavour (gdb would read it with the wrong symbols); when none
+runs, gdb on F's vmlinux without a target (types, symbols, disassembly;
+the lx- and minitty commands need a guest).
 EOF
 	options_help debug
 }
 
-# gdb_init FLAVOUR: the gdb commands that set up a session.
+# gdb_init FLAVOUR [OFFLINE]: the gdb commands that set up a session (with
+# OFFLINE, no target: the vmlinux alone).
 gdb_init() {
 	local out
 	out=$(flavour_build "$1")
@@ -223,7 +230,9 @@ set architecture $(flavour_arch_field "$1" gdbarch)
 add-auto-load-safe-path $out
 add-auto-load-safe-path $(flavour_tree "$1")
 file $out/vmlinux
-target remote $(cat "$RUN_DIR/gdb")
+EOF
+	[[ -n ${2:-} ]] || echo "target remote $(cat "$RUN_DIR/gdb")"
+	cat <<EOF
 python
 import glob, gdb
 try:
@@ -239,19 +248,42 @@ EOF
 cmd_debug() {
 	parse_options debug "$@"
 	no_args debug
-	need_running debug
-	need_cmd gdb-multiarch debug
-	local flavour init
-	flavour=$(cat "$RUN_DIR/flavour")
-	[[ -f $(flavour_build "$flavour")/vmlinux ]] || die "debug: no vmlinux for $flavour"
-	init=$RUN_DIR/gdbinit
-	gdb_init "$flavour" >"$init"
-	if [[ -t 0 ]]; then
-		exec gdb-multiarch -q -x "$init"
+	local flavour init dir offline=
+	if [[ -n ${OPT_flavour:-} ]]; then
+		flavour=$(flavour_opt)
+		if running; then
+			[[ $(cat "$RUN_DIR/flavour") == "$flavour" ]] ||
+				die "debug: the guest that runs is $(cat "$RUN_DIR/flavour"), not $flavour (minitty stop, then minitty boot --flavour $flavour)"
+		else
+			offline=1
+		fi
+	else
+		need_running debug
+		flavour=$(cat "$RUN_DIR/flavour")
 	fi
-	# gdb cannot source a pipe: keep stdin's commands in a file.
-	cat >"$RUN_DIR/gdb-stdin"
-	gdb-multiarch -q -batch -x "$init" -x "$RUN_DIR/gdb-stdin" -ex detach
+	need_cmd gdb-multiarch debug
+	[[ -f $(flavour_build "$flavour")/vmlinux ]] ||
+		die "debug: no vmlinux for $flavour${offline:+ (minitty build --flavour $flavour)}"
+	dir=$RUN_DIR
+	if [[ -n $offline ]]; then
+		say "debug: no guest running: gdb on $flavour's vmlinux alone (minitty boot --flavour $flavour for a live one)"
+		dir=$(mktemp -d)
+	fi
+	init=$dir/gdbinit
+	gdb_init "$flavour" "$offline" >"$init"
+	local -a gdb=(gdb-multiarch -q -x "$init")
+	if [[ ! -t 0 ]]; then
+		# gdb cannot source a pipe: keep stdin's commands in a file.
+		cat >"$dir/gdb-stdin"
+		gdb=(gdb-multiarch -q -batch -x "$init" -x "$dir/gdb-stdin")
+		# then detach: the guest runs on
+		[[ -n $offline ]] || gdb+=(-ex detach)
+	fi
+	[[ -n $offline ]] || exec "${gdb[@]}"
+	local rc=0
+	"${gdb[@]}" || rc=$?
+	rm -rf "$dir"
+	return "$rc"
 }
 
 run_options() {

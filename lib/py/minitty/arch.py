@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 CONFIGS = os.path.join(ROOT, "configs")
 COLUMNS = ("arch", "karch", "cross", "image", "qemu", "machine", "console",
-           "debarch", "gdbarch", "setup", "elf")
+           "uart", "debarch", "gdbarch", "setup", "elf")
 
 
 def _rows(name):
@@ -24,8 +24,8 @@ def arch_info(arch):
     port's name and console_arg the whole column)."""
     for row in _rows("arches"):
         if row[0] == arch:
-            info = dict(zip(COLUMNS[:-1], row[:10]))
-            info["elf"] = " ".join(row[10:])
+            info = dict(zip(COLUMNS[:-1], row[:len(COLUMNS) - 1]))
+            info["elf"] = " ".join(row[len(COLUMNS) - 1:])
             if info["cross"] == "-":
                 info["cross"] = ""
             info["console_arg"] = info["console"]
@@ -51,6 +51,15 @@ def flavour_info(flavour):
 def console(flavour):
     """The name of FLAVOUR's serial port: ttyAMA0, ttyS0."""
     return flavour_info(flavour)["console"]
+
+
+def uart(flavour):
+    """The UART driver of FLAVOUR's serial port (configs/arches, column
+    uart), as a dict: variable (its struct uart_driver: amba_reg,
+    serial8250_reg), name (that struct's driver_name: ttyAMA, serial) and
+    device (the driver of the port's device: uart-pl011, serial8250)."""
+    return dict(zip(("variable", "name", "device"),
+                    flavour_info(flavour)["uart"].split(":")))
 
 
 def kernel_image(sandbox, flavour):
