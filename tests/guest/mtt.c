@@ -286,6 +286,17 @@ static void install_signals(void)
 	sigaction(SIGALRM, &sa, NULL);
 }
 
+/* sig_index NAME: NAME's index in sigtab (HUP, CONT, ...), NSIGTAB if none */
+static size_t sig_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NSIGTAB; i++)
+		if (!strcmp(name, sigtab[i].name))
+			break;
+	return i;
+}
+
 static void out_sigs(void)
 {
 	size_t i;
@@ -1453,9 +1464,7 @@ static int run_op1(struct word *w, int nw, char *err)
 
 		if (nw != 3 || num(w[2].s, &v))
 			goto usage;
-		for (i = 0; i < NSIGTAB; i++)
-			if (!strcmp(w[1].s, sigtab[i].name))
-				break;
+		i = sig_index(w[1].s);
 		if (i == NSIGTAB)
 			goto usage;
 		end = now_ms() + v;
@@ -1503,9 +1512,7 @@ static int run_op1(struct word *w, int nw, char *err)
 	if (!strcmp(op, "ignore")) {
 		if (nw != 2)
 			goto usage;
-		for (i = 0; i < NSIGTAB; i++)
-			if (!strcmp(w[1].s, sigtab[i].name))
-				break;
+		i = sig_index(w[1].s);
 		if (i == NSIGTAB)
 			goto usage;
 		out_ret(signal(sigtab[i].sig, SIG_IGN) == SIG_ERR ? -1 : 0, errno);
