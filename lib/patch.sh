@@ -374,12 +374,13 @@ cover_numbers() {
 # minitty flavour that boot a shell (fulltty-*, minitty-*), their sizes,
 # images and bloat-o-meter's difference.
 cover_arches() {
-	local data=$1 a full mini f
+	local data=$1 a full mini f shell
 	: >"$data/arches"
 	for a in $(arch_names); do
 		[[ $a != arm ]] || continue
-		full=$(awk -v a="$a" '!/^#/ && $4 == "yes" && $5 == a && $1 ~ /^fulltty-/ { print $1; exit }' "$CONFIGS/flavours")
-		mini=$(awk -v a="$a" '!/^#/ && $4 == "yes" && $5 == a && $1 ~ /^minitty-/ { print $1; exit }' "$CONFIGS/flavours")
+		shell=$("$MINITTY_ROOT/bin/minitty" flavours --shell --arch "$a")
+		full=$(grep -m 1 '^fulltty-' <<<"$shell" || :)
+		mini=$(grep -m 1 '^minitty-' <<<"$shell" || :)
 		[[ -n $full && -n $mini ]] || continue
 		for f in "$full" "$mini"; do
 			step cover "size --flavour $f (builds it when stale)"
