@@ -88,6 +88,11 @@ for n, want in [("0", "after=send0"), ("2", "after=send1"), ("3", "after=send1")
     got = run.input_point(n, STEPS)
     verdict("input-point-%s" % n.replace("?", "unknown"), got == want,
             ["@in=%s gave %s, want %s" % (n, got, want)])
+# The last step partly in when mtt counts (6 of its 7 bytes): it has
+# begun, and no byte came after it (input-igncr once read "send1+-1").
+got = run.input_point("6", [scn.Step(1, 100, b"a\r\rb\nc\n", 0, 0)])
+verdict("input-point-inside-the-last-step", got == "after=send1",
+        ["@in=6 of a 7-byte step gave %s, want after=send1" % got])
 
 # A read that returns the same bytes but at another point of the input (a
 # VMIN/VTIME read that wakes early or late) is a difference of its op.
