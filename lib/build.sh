@@ -41,6 +41,9 @@ kmake() {
 	# file is. (No CCACHE_BASEDIR: it would rewrite the -I paths and
 	# change __FILE__, and the sizes, of builds outside a tree.)
 	export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+	# Build #1 however often the directory was built (or copied:
+	# seed_build), so that the banner, and the sizes, do not depend on it.
+	export KBUILD_BUILD_VERSION=${KBUILD_BUILD_VERSION:-1}
 	make -C "$(flavour_tree "$flavour")" O="$(flavour_objdir "$flavour")" \
 		ARCH="$karch" CROSS_COMPILE="$cross" CC="$cc" HOSTCC="$hostcc" \
 		-j"$JOBS" "$@"
@@ -210,6 +213,7 @@ build_flavour() {
 	: >"$out/.minitty-building"
 	build_config "$flavour"
 	if [[ -z $config_only ]]; then
+		seed_build "$flavour"
 		run_logged make "$LOGS/build-$flavour.log" kmake "$flavour" \
 			"$(basename "$(flavour_image "$flavour")")" vmlinux scripts_gdb
 		# (the .config make ended with: a later change makes it stale)
@@ -218,6 +222,43 @@ build_flavour() {
 		step "done" "$(flavour_image "$flavour")"
 	fi
 	unlock
+}
+
+# seed_build FLAVOUR: a flavour that was never compiled starts from a copy
+# of the build directory of a flavour of the same tree and arch that was,
+# the one whose .config is nearest to F's. Kbuild then recompiles only
+# the objects that an option which differs reaches (fixdep's
+# include/config/ dependencies), the way it rebuilds after a menuconfig:
+# minitty-tiny and the option flavours recompile a few files instead of
+# the kernel. ccache cannot share those objects: each depends on
+# autoconf.h, which differs. Objects of another tree are not taken: their
+# times say nothing about that tree's sources.
+seed_build() {
+	local flavour=$1 out tree arch link f n best='' min=''
+	out=$(flavour_build "$flavour")
+	# (configure makes include/config/ too: vmlinux and init/main.o tell)
+	[[ ! -e $out/vmlinux && ! -e $out/init/main.o ]] || return 0
+	tree=$(flavour_tree "$flavour")
+	arch=$(flavour_arch "$flavour")
+	for link in "$SANDBOX"/build/*; do
+		f=${link##*/}
+		[[ -L $link && -f $link/.minitty-built && $f != "$flavour" ]] || continue
+		[[ $(flavour_field "$f" 2) != "" && $(flavour_tree "$f") == "$tree" &&
+			$(flavour_arch "$f") == "$arch" ]] || continue
+		n=$(comm -3 <(grep CONFIG_ "$link/.config" | sort) \
+			<(grep CONFIG_ "$out/.config" | sort) | wc -l)
+		if [[ -z $min ]] || ((n < min)); then
+			min=$n best=$f
+		fi
+	done
+	[[ -n $best ]] || return 0
+	step seed "from $best's build ($min config lines differ)"
+	# (under the seed's lock: not while it builds)
+	(
+		flock 8
+		tar -C "$(flavour_objdir "$best")" --exclude=./.config \
+			--exclude='./.minitty-*' -cf - . | tar -C "$(flavour_objdir "$flavour")" -xf -
+	) 8>"$(flavour_build "$best").lock"
 }
 
 # ensure_tree FLAVOUR: fetch and patch when the tree is not there yet.
