@@ -326,14 +326,15 @@ def r_arches(data):
         "layer without the UART driver and earlycon; vmlinux as "
         "scripts/bloat-o-meter counts it, since x86_64 pads its sections; "
         "the image QEMU boots; gcc "
-        f"{meta(data).get('gcc', '?')}):")
-    out += ["", "| arch (port) | full layer | minitty | vmlinux | image: full | minitty |",
+        f"{meta(data).get('gcc', '?')}; the port: "
+        + ", ".join(f"{r[1]} on {r[0]}" for r in rows) + "):")
+    out += ["", "| arch | full layer | minitty | vmlinux | image: full | minitty |",
             "| --- | --- | --- | --- | --- | --- |"]
     for arch, port, full, mini in rows:
         ft, mt = size_table(data, full)[1][3], size_table(data, mini)[1][3]
         zf, zm = (int(read(data, f"image-{f}").strip()) for f in (full, mini))
         bloat = int(read(data, f"bloat-{full}-{mini}").strip())
-        out.append(f"| {arch} ({port}) | {n(ft)} | {n(mt)} ({pct(mt, ft)}) | "
+        out.append(f"| {arch} | {n(ft)} | {n(mt)} ({pct(mt, ft)}) | "
                    f"{bloat:+,} | {n(zf)} | {n(zm)} |")
     return out
 
