@@ -234,7 +234,8 @@ build_flavour() {
 # autoconf.h, which differs. Objects of another tree are not taken: their
 # times say nothing about that tree's sources.
 seed_build() {
-	local flavour=$1 out tree arch link f n best='' min=''
+	local flavour=$1 out tree arch link f n from to best='' min=''
+	local -a cmds
 	out=$(flavour_build "$flavour")
 	# (configure makes include/config/ too: vmlinux and init/main.o tell)
 	[[ ! -e $out/vmlinux && ! -e $out/init/main.o ]] || return 0
@@ -253,12 +254,21 @@ seed_build() {
 	done
 	[[ -n $best ]] || return 0
 	step seed "from $best's build ($min config lines differ)"
+	from=$(flavour_objdir "$best")
+	to=$(flavour_objdir "$flavour")
 	# (under the seed's lock: not while it builds)
 	(
 		flock 8
-		tar -C "$(flavour_objdir "$best")" --exclude=./.config \
-			--exclude='./.minitty-*' -cf - . | tar -C "$(flavour_objdir "$flavour")" -xf -
+		tar -C "$from" --exclude=./.config --exclude='./.minitty-*' -cf - . |
+			tar -C "$to" -xf -
 	) 8>"$(flavour_build "$best").lock"
+	# The tools' build (objtool on x86_64) names its files by absolute
+	# path in its .cmd files: renamed, it finds them current. Rebuilt,
+	# objtool would be newer than every object, which depends on it.
+	if [[ -d $to/tools ]]; then
+		mapfile -d '' -t cmds < <(find "$to/tools" -name '.*.cmd' -print0)
+		((${#cmds[@]} == 0)) || sed -i "s|$from/|$to/|g" "${cmds[@]}"
+	fi
 }
 
 # ensure_tree FLAVOUR: fetch and patch when the tree is not there yet.
