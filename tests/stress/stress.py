@@ -64,7 +64,7 @@ PLAN = {
 }
 DEVIATIONS = os.path.join(HERE, "ioctl-deviations")
 RXFUZZ_RE = re.compile(rb"rxfuzz: rx (\d+) termios (\d+) reads (\d+) in (\d+) flushes (\d+) "
-                       rb"drains (\d+) signals (\d+) waits_cut (\d+) errors (\d+) end (\w+)([^\r\n]*)")
+                       rb"drains (\d+) signals (\d+) waits_cut (\d+) errors (\d+) end (\w+)([^\r\n]*)\r?\n")
 IOCTL_RE = re.compile(r"ioctlfuzz: (\d+) (.*?)\s*$")
 # names for the report (asm-generic/ioctls.h, ARM)
 IOCTL_NAMES = {
@@ -95,7 +95,7 @@ IOCTL_NAMES = {
     0x5460: "FIOQSIZE",
 }
 STRESS_RE = re.compile(rb"stress: ops (\d+) opens (\d+) reads (\d+) in (\d+) "
-                       rb"writes (\d+) polls (\d+) termios (\d+) errors (\d+)([^\r\n]*)")
+                       rb"writes (\d+) polls (\d+) termios (\d+) errors (\d+)([^\r\n]*)\r?\n")
 
 
 def flood(g, rng, until, timeout, chunk=b"", seen=None):
