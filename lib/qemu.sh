@@ -46,6 +46,29 @@ add_archive() {
 	) | "$tool" - | gzip -n
 }
 
+# guest_clock ARCH SANDBOX: what the kernel command line of an ARCH guest
+# needs to keep time. x86_64: the rate of its TSC, which is the host's
+# (lib/host/tsc_khz.c says why), and no clocksource watchdog: the watchdog
+# measured the TSC against jiffies, took the ticks a loaded host lost for
+# a TSC running fast, and put the guest on jiffies. The other arches
+# read a counter whose rate the machine describes (the arch timer).
+guest_clock() {
+	local arch=$1 sandbox=$2 tool=$2/host/tsc_khz src khz
+	[[ $arch == x86_64 ]] || return 0
+	src=$(dirname "${BASH_SOURCE[0]}")/host/tsc_khz.c
+	if [[ ! -x $tool || $src -nt $tool ]]; then
+		mkdir -p "$sandbox/host"
+		# (guests start at once: each builds its own copy, then renames)
+		if ! gcc -O2 -o "$tool.$$" "$src"; then
+			echo "minitty: boot: cannot build $tool from $src" >&2
+			return 1
+		fi
+		mv -f "$tool.$$" "$tool"
+	fi
+	khz=$("$tool") || return 1
+	echo "tsc_early_khz=$khz tsc=reliable"
+}
+
 # qemu_default_smp FLAVOUR: the CPUs of FLAVOUR's guests unless asked
 # otherwise: 2 for the SMP debug flavours (configs/flavours: *-smp), else 1.
 qemu_default_smp() {
@@ -61,7 +84,7 @@ qemu_launch() {
 	local run=$1 flavour=$2 log=$3 gdb_wait=${4:-0} extra=${5:-} smp=${6:-} mem=${7:-64}
 	shift $(($# < 7 ? $# : 7))
 	local sandbox=$QEMU_SANDBOX
-	local arch kernel initrd qemu machine console
+	local arch kernel initrd qemu machine console clock
 	local port try pty d
 	local -a stop=() mach=()
 	arch=$(flavour_arch "$flavour")
@@ -71,6 +94,7 @@ qemu_launch() {
 	qemu=$(arch_field "$arch" qemu)
 	machine=$(arch_field "$arch" machine)
 	console=$(arch_field "$arch" console-arg)
+	clock=$(guest_clock "$arch" "$sandbox") || return 1
 	mach=(-M "${machine%%,*}")
 	[[ $machine != *,cpu=* ]] || mach+=(-cpu "${machine#*,cpu=}")
 	[[ $gdb_wait == 1 ]] && stop=(-S)
@@ -97,7 +121,7 @@ qemu_launch() {
 			-display none -monitor none -no-reboot \
 			-qmp "unix:$run/qmp,server=on,wait=off" \
 			-kernel "$kernel" -initrd "$initrd" \
-			-append "console=$console $QEMU_APPEND_BASE${extra:+ $extra}" \
+			-append "console=$console $QEMU_APPEND_BASE${clock:+ $clock}${extra:+ $extra}" \
 			-chardev "pty,id=ser0,logfile=$log,logappend=off" \
 			-serial chardev:ser0 \
 			-gdb "tcp:127.0.0.1:$port" "${stop[@]}" \

@@ -45,6 +45,11 @@
  *   fd N                 use fd N (0, 1, or one returned by open)
  *   nonblock on|off      fcntl O_NONBLOCK on the current fd (restored at end)
  *   sleep MS             sleep (poll(), watchdog aware)
+ *   rxwait N [MS]        wait until the line has received N bytes since
+ *                        mtt started (TIOCGICOUNT rx, looked at every
+ *                        10 ms), then MS more for the line discipline to
+ *                        act on them: the next ops follow a send by its
+ *                        arrival, not by a time a loaded host misses
  *   kmsg "TEXT"          write TEXT to /dev/kmsg
  *   console "TEXT"       open /dev/console, write TEXT, close
  *   sigs                 record the signals caught so far
@@ -1436,6 +1441,30 @@ static int run_op1(struct word *w, int nw, char *err)
 			out_ret(-1, r);
 		else
 			out("ok");
+		return 0;
+	}
+	if (!strcmp(op, "rxwait")) {
+		struct serial_icounter_struct s;
+		long settle = 0;
+
+		if (nw < 2 || nw > 3 || num(w[1].s, &v) ||
+		    (nw == 3 && num(w[2].s, &settle)))
+			goto usage;
+		if (!inbase_ok) {
+			out("no icount");
+			return 0;
+		}
+		while (!watchdog_fired) {
+			if (ioctl(0, TIOCGICOUNT, &s) < 0) {
+				out_ret(-1, errno);
+				return 0;
+			}
+			if (s.rx - inbase >= v)
+				break;
+			sleep_ms(10);
+		}
+		sleep_ms(settle);
+		out(watchdog_fired ? "(watchdog)" : "ok");
 		return 0;
 	}
 	if (!strcmp(op, "kmsg") || !strcmp(op, "console")) {

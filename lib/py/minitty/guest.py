@@ -238,9 +238,21 @@ class Guest:
                 self.read_until(b"assword:", max(1, deadline - time.monotonic()))
                 self.send(self.password.encode() + b"\r")
             self.sync(max(5, deadline - time.monotonic()))
+            self.seed_crng(max(5, deadline - time.monotonic()))
         except GuestError as e:
             raise GuestError(f"{e}; serial log {self.serial_log}, last lines:\n"
                              f"{log_tail(self.serial_log)}") from None
+
+    def seed_crng(self, timeout=60):
+        """Wait until the kernel's crng is seeded. It prints "random: crng
+        init done" on the console then: on x86_64 (no seed from the boot
+        loader) that line came whenever enough interrupts had been seen,
+        in the middle of a test's output. A read of /dev/random waits for
+        the seeding, and makes it happen (jitter entropy)."""
+        out, status = self.sh("head -c 1 /dev/random >/dev/null", timeout)
+        if status != 0:
+            raise GuestError(f"reading /dev/random failed ({status}): {out.strip()!r}")
+        self._buf = b""
 
     def sync(self, timeout=60):
         """Run a no-op marker command until the shell answers, then drop
