@@ -58,7 +58,7 @@ setup_help() {
 	done
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup [--arch ARCH[,ARCH...]]
-Install the missing host packages with apt-get (runs apt-get update once when something is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -113,7 +113,7 @@ setup_host() {
 		# What was installed is checked below, even from a quiet setup.
 		mode=loud
 		step setup "installing: ${missing[*]}"
-		run_logged update "$LOGS/setup-apt.log" as_root apt-get update
+		apt_update
 		updated=1
 		run_logged install "$LOGS/setup-apt-install.log" \
 			as_root env DEBIAN_FRONTEND=noninteractive \
@@ -125,6 +125,24 @@ setup_host() {
 	done
 	step setup "host ready"
 	[[ $mode == quiet ]] || setup_check "${arches[@]}"
+}
+
+# apt_update: apt-get update, three tries 20 s apart. A mirror caught
+# syncing fails one index ("File has unexpected size ... Mirror sync in
+# progress?", 5 December: bookworm-security's armhf) while the packages
+# setup needs are in the others: after the third failure it says so and
+# goes on, and the install or download that follows fails, with its own
+# log, when a list it needs is missing.
+apt_update() {
+	local try log=$LOGS/setup-apt.log
+	mkdir -p "$LOGS"
+	step update "(log: ${log#"$MINITTY_ROOT"/})"
+	for try in 1 2 3; do
+		errexit_run as_root apt-get update >"$log" 2>&1 && return 0
+		((try == 3)) || sleep 20
+	done
+	sed -n 's/^\(E\|W\|Err\):/    &/p' "$log" | tail -n 5 >&2
+	warn "apt-get update failed 3 times (log: $log): going on with the package lists there are"
 }
 
 # fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/
@@ -147,8 +165,7 @@ fetch_busybox() {
 		cp "$cached" "$SANDBOX/busybox/"
 	else
 		step setup "downloading $pkg"
-		[[ -n $updated ]] ||
-			run_logged update "$LOGS/setup-apt.log" as_root apt-get update
+		[[ -n $updated ]] || apt_update
 		(cd "$SANDBOX/busybox" && apt-get download "$pkg") \
 			>"$LOGS/setup-busybox.log" 2>&1 ||
 			die "setup: apt-get download $pkg failed (log: $LOGS/setup-busybox.log)"
