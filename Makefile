@@ -41,8 +41,7 @@ test-x86: setup
 # (configs/arches, column setup): `setup --arch arm64` installs its cross
 # compiler and busybox, which plain setup, and so make test, leave out.
 # Builds the three and runs the cli, differential (against
-# pristine-arm64), port, programs and shell suites on them (the gdb suite's
-# commands read ARM's CPSR: not yet run on arm64).
+# pristine-arm64), gdb, port, programs and shell suites on them.
 .PHONY: test-arm64
 test-arm64:
 	@set -e; $(MINITTY) setup --arch arm64; $(MINITTY) patch; \
@@ -51,7 +50,7 @@ test-arm64:
 	for f in $$flavours $$oracle; do $(MINITTY) build --flavour $$f; done; \
 	$(MINITTY) rootfs --arch arm64; \
 	MINITTY_FLAVOURS="$$(echo $$flavours)" MINITTY_ORACLE="$$(echo $$oracle)" \
-		MINITTY_SMP_FLAVOURS= tests/run cli diff port programs shell
+		MINITTY_SMP_FLAVOURS= tests/run cli diff gdb port programs shell
 
 # The bench's own flavours (notty, bench-fulltty, bench-minitty) and
 # `bench --quick` (tests/suites/bench), which a cold make test has no room

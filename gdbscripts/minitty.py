@@ -376,11 +376,18 @@ CPUS = [
     # and behind the interrupts and exceptions run on the kernel's (the
     # assembly entries of arch/x86/entry/entry_64.S switch to them first).
     Cpu("i386:x86-64", "($cs & 3) == 3", ["do_syscall_64", "irqentry_enter"]),
+    # arm64: PSTATE's exception level (bits 3:2) is EL0, for 64-bit and
+    # for compat (AArch32) user code alike; QEMU's gdbstub reads with the
+    # permissions of EL0 then. The C handlers behind the EL0 vectors of
+    # arch/arm64/kernel/entry.S (entry-common.c; el0t_32_* with COMPAT).
+    Cpu("aarch64", "($cpsr & 0xc) == 0",
+        ["el0t_64_sync_handler", "el0t_64_irq_handler", "el0t_32_sync_handler",
+         "el0t_32_irq_handler"]),
 ]
 
 
 def gdb_arch():
-    """gdb's name of the current architecture (arm, i386:x86-64)."""
+    """gdb's name of the current architecture (arm, i386:x86-64, aarch64)."""
     try:
         return gdb.selected_inferior().architecture().name()
     except (gdb.error, AttributeError):
