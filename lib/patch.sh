@@ -341,6 +341,7 @@ cover_numbers() {
 	{
 		echo "count=$(git -C "$tree" rev-list --count pristine..HEAD)"
 		echo "head=$(git -C "$tree" log -1 --format=%h)"
+		echo "tree=$(git -C "$tree" rev-parse "HEAD^{tree}")"
 		echo "gcc=$("$(arch_field arm cross)gcc" -dumpfullversion | cut -d. -f1,2)"
 		echo "size=$(arch_field arm cross)size"
 		# the patch that adds minitty_serial.c: those before it share code

@@ -209,12 +209,30 @@ randconfig_fragment() {
 	done < <(serial_options)
 }
 
+# check_record NAME TREE KEY=VALUE...: the outcome of check --NAME on the
+# series whose last commit has the tree object TREE, in
+# sandbox/logs/check-NAME.result (the cover letter's checks region reads
+# it: lib/py/cover.py). A run writes passed=0 when it starts and
+# passed=1 when it passed: a run that failed or was stopped says so.
+check_record() {
+	local name=$1 tree=$2
+	shift 2
+	mkdir -p "$LOGS"
+	printf '%s\n' "tree=$tree" "date=$(date -u +%F)" "cores=$(nproc)" "$@" \
+		>"$LOGS/check-$name.result"
+}
+
 # check_randconfig N SEED: build N random serial configurations (seeds
 # SEED, SEED+1, ...); die at the first that fails.
 check_randconfig() {
-	local n=$1 seed=$2 i f=minitty-x86+randconfig out log
+	local n=$1 seed=$2 i f=minitty-x86+randconfig out log tree start=$SECONDS
 	out=$(flavour_build "$f")
 	ensure_tree minitty-x86
+	# (what is built is the work tree: a tree with changes is no commit's)
+	tree=dirty
+	git -C "$SANDBOX/linux" diff --quiet HEAD -- &&
+		tree=$(git -C "$SANDBOX/linux" rev-parse "HEAD^{tree}")
+	check_record randconfig "$tree" "configs=$n" "seed=$seed" passed=0
 	mkdir -p "$out"
 	lock "$out.lock"
 	for ((i = 0; i < n; i++)); do
@@ -233,6 +251,7 @@ check_randconfig() {
 		step ok "seed $((seed + i)): $(grep -c '^CONFIG_SERIAL.*=[ym]$' "$out/.config") serial options on"
 	done
 	unlock
+	check_record randconfig "$tree" "configs=$n" "seed=$seed" "seconds=$((SECONDS - start))" passed=1
 	step check "$n random serial configuration(s) build (seeds $seed to $((seed + n - 1)))"
 }
 
@@ -336,6 +355,11 @@ drivers/tty/serial/Kconfig and 8250/Kconfig at random (y, m or n), then
 olddefconfig. Exit 1 at the first that does not configure with minitty,
 or does not build or link; its seed and fragment are named (--seed S
 builds it again).
+--bisect and --randconfig record their outcome in
+sandbox/logs/check-bisect.result and check-randconfig.result: the tree
+of the series' last commit, and passed=1 once the run passed (0 while
+it runs, or after it failed); export's cover letter says what they
+record for the series it exports.
 EOF
 	options_help check
 }
@@ -460,12 +484,14 @@ pure_move() {
 # check --bisect: every commit of the series, both layers (check_help).
 BISECT_CONFIGS=(fulltty:base+arm+pl011+fulltty minitty:base+arm+pl011+minitty)
 check_bisect() {
-	local linux=$SANDBOX/linux tree=$SANDBOX/bisect/linux start c n=0 rc=0 cfg
+	local linux=$SANDBOX/linux tree=$SANDBOX/bisect/linux start c n=0 rc=0 cfg id
 	local -a commits
 	tree_ready "$linux" || die "check: no sandbox tree (run: minitty patch)"
 	mapfile -t commits < <(git -C "$linux" rev-list --reverse pristine..HEAD)
 	((${#commits[@]})) || die "check: no commits on top of pristine"
 	start=$SECONDS
+	id=$(git -C "$linux" rev-parse "${commits[-1]}^{tree}")
+	check_record bisect "$id" "commits=${#commits[@]}" passed=0
 	if [[ ! -e $tree ]]; then
 		mkdir -p "${tree%/*}"
 		git -C "$linux" worktree add -q --detach "$tree" pristine
@@ -482,6 +508,7 @@ check_bisect() {
 		errexit_run bisect_static "$tree" "$c" "$n" || rc=1
 	done
 	unlock
+	check_record bisect "$id" "commits=${#commits[@]}" "seconds=$((SECONDS - start))" "passed=$((rc == 0))"
 	step time "$(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s for ${#commits[@]} commits"
 	((rc == 0)) || die "check --bisect: findings above"
 	step check "every commit builds in both layers, W=1, checkpatch, kernel-doc and sparse clean"

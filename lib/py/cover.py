@@ -16,7 +16,9 @@ DATA is the directory export fills (lib/patch.sh, cover_data): size-F.txt
 size --options), meta (KEY=VALUE lines); for the arches region, arches
 (ARCH PORT FULL MINITTY lines), image-F and bloat-FULL-MINITTY. The scenarios and deviations
 come from tests/diff, the runtime memory from sandbox/bench/results.json,
-the stress figures from sandbox/stress/*/results.json.
+the stress figures from sandbox/stress/*/results.json, the checks
+from the records of bin/minitty check --bisect and --randconfig
+(sandbox/logs/check-*.result).
 """
 
 import fnmatch
@@ -41,6 +43,7 @@ REGIONS = {
     "memory": False,    # runtime memory per open port (bin/minitty bench)
     "tests": False,     # scenarios, deviations, the stress run
     "arches": True,     # the full layer and minitty on the other arches
+    "checks": False,    # check --bisect and --randconfig on this series
 }
 WIDTH = 72
 
@@ -339,8 +342,66 @@ def r_arches(data):
     return out
 
 
+def check_result(name):
+    """The last `minitty check --NAME` run's record (sandbox/logs/
+    check-NAME.result, KEY=VALUE lines: lib/tools.sh, check_record), or
+    None."""
+    path = os.path.join(SANDBOX, "logs", f"check-{name}.result")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return dict(ln.rstrip("\n").partition("=")[::2] for ln in f if "=" in ln)
+
+
+def r_checks(data):
+    """checks: the last check --bisect and check --randconfig, when they
+    ran on this series (the tree of its last commit)."""
+    tree = meta(data).get("tree", "")
+
+    def state(r):
+        if r is None or r.get("tree") != tree:
+            return "not run"
+        return "passed" if r.get("passed") == "1" else "failed"
+
+    b, r = check_result("bisect"), check_result("randconfig")
+    if state(b) == "passed":
+        text = (
+            f"Each of the {b['commits']} patches builds with CONFIG_TTY=y and "
+            "with CONFIG_TTY=n (minitty with every option once the series "
+            "offers it), W=1 clean for the C files it touches and sparse "
+            "clean for those the series adds, and passes checkpatch --strict "
+            "and kernel-doc -Wall (a pure move is checked in the patch after "
+            f"it): `minitty check --bisect`, {round(int(b['seconds']) / 60)} "
+            f"minutes on {b['cores']} cores.")
+    else:
+        text = ("`minitty check --bisect` (each patch built in both layers, "
+                "W=1, sparse, checkpatch --strict, kernel-doc -Wall) "
+                + ("has not been run on this version of the series."
+                   if state(b) == "not run" else
+                   "did not pass, or did not finish, on this version of the series "
+                   "(sandbox/logs/bisect-*.log)."))
+    if state(r) == "passed":
+        seed, k = int(r["seed"]), int(r["configs"])
+        text += (
+            f" {k} random configurations of the serial area (x86_64, "
+            "CONFIG_TTY=n with minitty; every bool and tristate of "
+            "drivers/tty/serial and its 8250 at random, with modules, "
+            f"COMPILE_TEST and a random PCI, OF and GPIOLIB; seeds {seed} "
+            f"to {seed + k - 1}) configure, build and link: `minitty check "
+            "--randconfig`.")
+    else:
+        text += (" `minitty check --randconfig` (random configurations of "
+                 "the serial area with minitty, built and linked) "
+                 + ("has not been run on this version."
+                    if state(r) == "not run" else
+                    "did not pass, or did not finish, on this version "
+                    "(sandbox/logs/randconfig-*.log)."))
+    return wrap(text)
+
+
 RENDER = {"headline": r_headline, "sizes": r_sizes, "totals": r_totals,
-          "memory": r_memory, "tests": r_tests, "arches": r_arches}
+          "memory": r_memory, "tests": r_tests, "arches": r_arches,
+          "checks": r_checks}
 
 
 def main(argv):
