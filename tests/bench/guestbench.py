@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 
 from guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
+from minitty.arch import initramfs  # noqa: E402
 
 MIB = 1 << 20
 # The guest→host data: the first MiB of the guest's busybox binary (the
@@ -245,10 +246,11 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
 
 
 # --- memory -------------------------------------------------------------
-def bench_initramfs(tmp, cycles):
-    """The normal initramfs with tests/bench/meminit.sh appended as
-    /bench/meminit (a second gzip'd cpio member: the kernel unpacks both)."""
-    base = os.path.join(SANDBOX, "rootfs", "initramfs.cpio.gz")
+def bench_initramfs(tmp, flavour, cycles):
+    """FLAVOUR's initramfs with tests/bench/meminit.sh appended as
+    /bench/meminit (a second gzip'd cpio member: the kernel unpacks both),
+    in a scratch sandbox whose build/ is the real one."""
+    base = initramfs(SANDBOX, flavour)
     tool = os.path.join(SANDBOX, "host", "gen_init_cpio")
     with open(os.path.join(HERE, "meminit.sh")) as f:
         script = f.read().replace("@CYCLES@", str(cycles))
@@ -259,7 +261,7 @@ def bench_initramfs(tmp, cycles):
     with open(lst, "w") as f:
         f.write(f"dir /bench 755 0 0\nfile /bench/meminit {sp} 755 0 0\n")
     extra = subprocess.run([tool, lst], stdout=subprocess.PIPE, check=True).stdout
-    out = os.path.join(tmp, "sandbox", "rootfs", "initramfs.cpio.gz")
+    out = initramfs(os.path.join(tmp, "sandbox"), flavour)
     os.makedirs(os.path.dirname(out))
     with open(out, "wb") as f, open(base, "rb") as b:
         shutil.copyfileobj(b, f)
@@ -293,7 +295,7 @@ def memory_run(flavour, cycles, boot_timeout=120):
     tmp = tempfile.mkdtemp(prefix="minitty-bench-")
     old = os.environ.get("MINITTY_SANDBOX")
     try:
-        os.environ["MINITTY_SANDBOX"] = bench_initramfs(tmp, cycles)
+        os.environ["MINITTY_SANDBOX"] = bench_initramfs(tmp, flavour, cycles)
         g = Guest(flavour, extra_append=MEM_APPEND, boot_timeout=boot_timeout)
         try:
             g.launch()
