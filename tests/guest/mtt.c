@@ -45,6 +45,10 @@
  *   fd N                 use fd N (0, 1, or one returned by open)
  *   nonblock on|off      fcntl O_NONBLOCK on the current fd (restored at end)
  *   sleep MS             sleep (poll(), watchdog aware)
+ *   rtspin MS            spin MS at SCHED_FIFO priority 1: no kernel
+ *                        thread (input processing, flip buffer work) runs
+ *                        meanwhile, only interrupts (and, after 950 ms of
+ *                        each second, RT throttling lets them run 50 ms)
  *   rxwait N [MS]        wait until the line has received N bytes since
  *                        mtt started (TIOCGICOUNT rx, looked at every
  *                        10 ms), then MS more for the line discipline to
@@ -86,7 +90,9 @@
  * SIGIO, SIGCONT, SIGPIPE without SA_RESTART, so ISIG and job control show
  * as EINTR plus a counted signal instead of killing the test.
  *
- * At the end mtt restarts output (TCXONC TCOON), restores the saved termios
+ * At the end mtt restarts output (TCXONC TCOON), unlocks the termios if
+ * TIOCSLCKTRMIOS locked any (the lock lasts until the last close, and the
+ * shell keeps the line open), restores the saved termios
  * with TCSETSF (drain output, drop unread input), the fd flags, the line
  * discipline and the window size, then prints the report.  The record has
  * one line per op: "<n> <op words>: <result>".  Results never contain
@@ -101,6 +107,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -322,6 +329,7 @@ static void out_sigs(void)
 
 static int fd;				/* the current fd */
 static struct termios2 work;		/* working termios */
+static int locked;			/* TIOCSLCKTRMIOS called: unlock */
 static struct termios saved;		/* the line as we found it */
 static int saved_ok, saved_fl0, saved_ldisc = -1, saved_ws_ok;
 static struct winsize saved_ws;
@@ -684,6 +692,7 @@ static const struct ioc {
 	{ "TIOCVHANGUP", TIOCVHANGUP, A_NONE, 0 },
 	{ "TIOCGPTN", TIOCGPTN, A_PINT_OUT, 0 },
 	{ "TIOCGLCKTRMIOS", TIOCGLCKTRMIOS, A_OUT, sizeof(struct termios) },
+	{ "TIOCSLCKTRMIOS", TIOCSLCKTRMIOS, A_TERMIOS_IN, 0 },
 	{ "TIOCGRS485", TIOCGRS485, A_OUT, sizeof(struct serial_rs485) },
 	{ "TIOCGDEV", TIOCGDEV, A_PINT_OUT, 0 },
 	{ "TIOCLINUX", TIOCLINUX, A_PINT_IN, 0 },
@@ -796,6 +805,8 @@ static void do_ioctl(struct word *w, int nw, char *err)
 		r = ioctl(fd, c->nr, ptr != (void *)-1 ? ptr : &ws);
 		break;
 	case A_TERMIOS_IN:
+		if (c->nr == TIOCSLCKTRMIOS)
+			locked = 1;
 		r = ioctl(fd, c->nr, ptr != (void *)-1 ? ptr : (void *)&work);
 		break;
 	default: /* A_OUT */
@@ -1443,6 +1454,26 @@ static int run_op1(struct word *w, int nw, char *err)
 			out("ok");
 		return 0;
 	}
+	if (!strcmp(op, "rtspin")) {
+		struct sched_param sp = { .sched_priority = 1 };
+		long end;
+
+		if (nw < 2 || num(w[1].s, &v))
+			goto usage;
+		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+			out_ret(-1, errno);
+			return 0;
+		}
+		end = now_ms() + v;
+		while (now_ms() < end && !watchdog_fired)
+			;
+		sp.sched_priority = 0;
+		if (sched_setscheduler(0, SCHED_OTHER, &sp))
+			out_ret(-1, errno);
+		else
+			out("ok");
+		return 0;
+	}
 	if (!strcmp(op, "rxwait")) {
 		struct serial_icounter_struct s;
 		long settle = 0;
@@ -1588,6 +1619,13 @@ static void restore(void)
 		if (opened[i] >= 0)
 			close(opened[i]);
 	ioctl(0, TCXONC, TCOON);
+	if (locked) {
+		/* the lock outlives mtt while the line stays open: unlock */
+		struct termios none;
+
+		memset(&none, 0, sizeof(none));
+		ioctl(0, TIOCSLCKTRMIOS, &none);
+	}
 	if (saved_ok)
 		ioctl(0, TCSETSF, &saved);
 	if (saved_ldisc >= 0) {

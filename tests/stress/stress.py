@@ -22,7 +22,9 @@ In one guest (the flavour's CPUs: 2 for the -smp flavours), in order:
   unbind      tests/guest/unbind.c: the PL011 unbound and bound again,
               cycle after cycle, with a reader, a writer, a poller and a
               TIOCMIWAIT blocked on the port each time; every blocked call
-              must return and the open files answer as hung up;
+              must return and the open files answer as hung up (minitty
+              only: with the TTY layer the built-in PL011 hides its
+              unbind attribute, as upstream, and the phase is skipped);
   transfer    seeded random bytes host to guest in raw mode, counted and
               checksummed by the guest (head -c N | md5sum): bytes lost;
   rx fuzz     tests/guest/rxfuzz.c: the host sends seeded random bytes
@@ -152,8 +154,22 @@ def phase_stress(g, res, plan, rng, seed):
     return figures["errors"] == 0
 
 
+UNBIND_ATTR = "/sys/bus/amba/drivers/uart-pl011/unbind"
+
+
 def phase_unbind(g, res, plan):
     t0 = time.monotonic()
+    # With the TTY layer the built-in PL011 hides its unbind attribute,
+    # as upstream (removing it under an open tty frees the serial core's
+    # state under it); minitty's must offer it.
+    out, _ = g.sh(f"test -e {UNBIND_ATTR} && echo attr-yes || echo attr-no")
+    if "attr-no" in out:
+        if res["flavour"].startswith("minitty"):
+            res["unbind"] = {"cycles": 0, "ok": False, "lines": [f"no {UNBIND_ATTR}"]}
+            return False
+        res["unbind"] = {"skipped": f"the full layer's built-in PL011 has no {UNBIND_ATTR} "
+                                    "(suppress_bind_attrs, as upstream)"}
+        return True
     g.send(f"unbind {plan['cycles']}\n".encode())
     out = g.read_until(re.compile(rb"unbind: result \w+ cycles \d+\r?\n"),
                        60 + 30 * plan["cycles"])
@@ -349,8 +365,9 @@ def write_report(out, res):
         f"({s.get('opens', '-')} opens, {s.get('reads', '-')} reads, {s.get('writes', '-')} writes, "
         f"{s.get('polls', '-')} polls, {s.get('termios', '-')} termios changes), "
         f"{s.get('errors', '-')} failed {s.get('first_error', '')} |",
-        f"| faults injected | {u.get('cycles', '-')} port removals (unbind, bind) under "
-        f"{u.get('blocked_calls', '-')} blocked calls: {'all survived' if u.get('ok') else 'FAILED'} |",
+        (f"| faults injected | none: {u['skipped']} |" if "skipped" in u else
+         f"| faults injected | {u.get('cycles', '-')} port removals (unbind, bind) under "
+         f"{u.get('blocked_calls', '-')} blocked calls: {'all survived' if u.get('ok') else 'FAILED'} |"),
         f"| inputs tried: flood | {s.get('flood_bytes', '-')} random bytes flooded during the tty stress "
         f"(seed {res['seed']}), {s.get('in', '-')} read back by the processes |",
         f"| inputs tried: RX fuzz | {x.get('sent', '-')} random bytes sent ({x.get('byte_values', '-')} "
