@@ -45,7 +45,9 @@ test-x86: setup
 # (configs/arches, column setup): `setup --arch arm64` installs its cross
 # compiler and busybox, which plain setup, and so make test, leave out.
 # Builds the three and runs the cli, differential (against
-# pristine-arm64), gdb, port, programs and shell suites on them.
+# pristine-arm64), gdb, port, programs and shell suites on them; the
+# differential suite twice, the second time with mtt32, arm's build of the
+# guest program, through the kernels' 32-bit compat path (CONFIG_COMPAT).
 .PHONY: test-arm64
 test-arm64:
 	@set -e; $(MINITTY) setup --arch arm64; $(MINITTY) patch; \

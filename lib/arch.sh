@@ -12,19 +12,19 @@ arch_names() {
 }
 
 # arch_field ARCH NAME: column NAME (karch, cross, image, qemu, machine,
-# console, uart, debarch, gdbarch, setup, elf) of ARCH; cross is empty for
-# the host's compiler, elf is the rest of the line; console is the port's
-# name, and console-arg the whole column (console=, with the options after
-# a comma).
+# console, uart, debarch, gdbarch, setup, compat, elf) of ARCH; cross and
+# compat are empty for - (the host's compiler; no compat arch), elf is the
+# rest of the line; console is the port's name, and console-arg the whole
+# column (console=, with the options after a comma).
 arch_field() {
 	awk -v a="$1" -v n="$2" '
 	!/^#/ && $1 == a {
-		split("arch karch cross image qemu machine console uart debarch gdbarch setup elf", c, " ")
+		split("arch karch cross image qemu machine console uart debarch gdbarch setup compat elf", c, " ")
 		arg = (n == "console-arg"); if (arg) n = "console"
-		for (i = 1; i <= 12; i++) if (c[i] == n) break
-		if (i > 12) exit 2
-		if (n == "elf") { for (j = 1; j < 12; j++) sub(/^[^ ]+ +/, ""); print; found = 1; exit }
-		v = $i; if (n == "cross" && v == "-") v = ""
+		for (i = 1; i <= 13; i++) if (c[i] == n) break
+		if (i > 13) exit 2
+		if (n == "elf") { for (j = 1; j < 13; j++) sub(/^[^ ]+ +/, ""); print; found = 1; exit }
+		v = $i; if ((n == "cross" || n == "compat") && v == "-") v = ""
 		if (n == "console" && !arg) sub(/,.*/, "", v)
 		print v; found = 1; exit
 	}

@@ -14,10 +14,15 @@ busybox-static package (its applet links are made by /init at boot with
 busybox --install -s), rootfs-overlay/ (its /init and /etc/inittab*
 naming ARCH's serial port instead of ttyAMA0), and each tests/guest/NAME.c
 compiled with ARCH's gcc (-static -O2 -Wall, TTY_PATH the arch's serial
-port: /dev/ttyAMA0, /dev/ttyS0) as /usr/bin/NAME. The archive is written
+port: /dev/ttyAMA0, /dev/ttyS0) as /usr/bin/NAME; for an arch whose
+kernel runs the programs of another (configs/arches, column compat: arm's
+on arm64), each also compiled with that arch's gcc as /usr/bin/NAME32, so
+that a test can go through the kernel's 32-bit compat path (the
+differential suite runs mtt32 too). The archive is written
 with the kernel's usr/gen_init_cpio, so /dev/console is a real node
 without root privileges. The archive is checked: /init, busybox and every
-guest program present, the programs executables of ARCH. Rebuilt only
+guest program present, the programs executables of ARCH (NAME32 of the
+compat arch). Rebuilt only
 when an input changed (the toolchain and its headers included).
 EOF
 	options_help rootfs
@@ -34,8 +39,14 @@ cmd_rootfs() {
 
 # guest_cc ARCH FILE OUT: compile guest program FILE for ARCH.
 guest_cc() {
+	guest_cc_for "$1" "$1" "$2" "$3"
+}
+
+# guest_cc_for ARCH GUEST FILE OUT: compile FILE with ARCH's compiler for
+# a guest of arch GUEST (whose serial port it opens).
+guest_cc_for() {
 	"$(arch_field "$1" cross)gcc" -static -O2 -Wall \
-		-DTTY_PATH="\"/dev/$(arch_field "$1" console)\"" -o "$3" "$2"
+		-DTTY_PATH="\"/dev/$(arch_field "$2" console)\"" -o "$4" "$3"
 }
 
 rootfs_inputs() {
@@ -46,33 +57,45 @@ rootfs_inputs() {
 	} | sort
 }
 
+# guest_arches ARCH: ARCH, then its compat arch if it has one, one a line.
+guest_arches() {
+	echo "$1"
+	arch_field "$1" compat
+}
+
 rootfs_key() {
-	local arch=$1 cross
-	cross=$(arch_field "$arch" cross)
+	local arch=$1 a cross
 	{
 		arch_field "$arch" console
 		rootfs_inputs "$arch" | while read -r f; do
 			[[ -f $f ]] && printf '%s %s\n' "${f#"$MINITTY_ROOT"/}" "$(sha256sum <"$f")"
 		done
-		"${cross}gcc" --version 2>&1 | head -n 1 || true
 		find "$MINITTY_ROOT/rootfs-overlay" -printf '%P %m\n' 2>/dev/null | sort
 		# The toolchain decides the programs too: its packages, and each
 		# program as preprocessed with the headers there are now (or the
 		# error saying which is missing), so a repaired toolchain rebuilds.
-		# shellcheck disable=SC2046 # one word a package
-		dpkg-query -W -f='${Package} ${Version}\n' $(arch_packages "$arch") 2>&1 || true
-		for f in "$MINITTY_ROOT"/tests/guest/*.c; do
-			[[ -e $f ]] || continue
-			"${cross}gcc" -E "$f" 2>&1 | sha256sum || true
+		for a in $(guest_arches "$arch"); do
+			cross=$(arch_field "$a" cross)
+			echo "$a"
+			"${cross}gcc" --version 2>&1 | head -n 1 || true
+			# shellcheck disable=SC2046 # one word a package
+			dpkg-query -W -f='${Package} ${Version}\n' $(arch_packages "$a") 2>&1 || true
+			for f in "$MINITTY_ROOT"/tests/guest/*.c; do
+				[[ -e $f ]] || continue
+				"${cross}gcc" -E "$f" 2>&1 | sha256sum || true
+			done
 		done
 	} | sha256sum | cut -d' ' -f1
 }
 
 # build_rootfs [ARCH]: ARCH's initramfs (default arm), when stale.
 build_rootfs() {
-	local arch=${1:-arm} key dir image
-	setup_host quiet "$arch"
-	need_cmd "$(arch_field "$arch" cross)gcc" rootfs
+	local arch=${1:-arm} key dir image a
+	# shellcheck disable=SC2046 # one word an arch
+	setup_host quiet $(guest_arches "$arch")
+	for a in $(guest_arches "$arch"); do
+		need_cmd "$(arch_field "$a" cross)gcc" rootfs
+	done
 	dir=$(rootfs_dir "$arch")
 	image=$(initramfs "$arch")
 	mkdir -p "$dir"
@@ -102,7 +125,7 @@ gen_init_cpio() {
 }
 
 make_rootfs() {
-	local arch=$1 dir stage tool c name image
+	local arch=$1 dir stage tool c name image compat
 	dir=$(rootfs_dir "$arch")
 	stage=$dir/stage
 	image=$(initramfs "$arch")
@@ -123,6 +146,15 @@ make_rootfs() {
 		echo "compiling $c"
 		guest_cc "$arch" "$c" "$stage/usr/bin/$name"
 	done
+	compat=$(arch_field "$arch" compat)
+	if [[ -n $compat ]]; then
+		for c in "$MINITTY_ROOT"/tests/guest/*.c; do
+			[[ -e $c ]] || continue
+			name=$(basename "$c" .c)32
+			echo "compiling $c for $compat"
+			guest_cc_for "$compat" "$arch" "$c" "$stage/usr/bin/$name"
+		done
+	fi
 	{
 		(cd "$stage" && find . -mindepth 1 | sort) | while read -r p; do
 			p=${p#.}
@@ -146,24 +178,31 @@ make_rootfs() {
 }
 
 # verify_rootfs ARCH ARCHIVE: /init, busybox and every tests/guest/NAME.c
-# as /usr/bin/NAME are in ARCHIVE, the programs as executables of ARCH.
+# as /usr/bin/NAME are in ARCHIVE, the programs as executables of ARCH
+# (and as /usr/bin/NAME32, executables of ARCH's compat arch, if it has
+# one).
 verify_rootfs() {
-	local arch=$1 archive=$2 tmp c p elf
+	local arch=$1 archive=$2 tmp c p elf a compat
 	local -a want=(init bin/busybox)
+	compat=$(arch_field "$arch" compat)
 	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
-		[[ -e $c ]] && want+=("usr/bin/$(basename "$c" .c)")
+		[[ -e $c ]] || continue
+		want+=("usr/bin/$(basename "$c" .c)")
+		[[ -z $compat ]] || want+=("usr/bin/$(basename "$c" .c)32")
 	done
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
 	trap "rm -rf '$tmp'" RETURN
 	(cd "$tmp" && gzip -dc "$archive" | cpio -idm --quiet "${want[@]}")
-	elf=$(arch_field "$arch" elf)
 	for p in "${want[@]}"; do
 		[[ -s $tmp/$p ]] || { echo "rootfs: $p is not in the archive" >&2; return 1; }
 		[[ $p == init ]] && continue
-		"$(arch_field "$arch" cross)readelf" -h "$tmp/$p" |
+		a=$arch
+		[[ -n $compat && $p == usr/bin/*32 ]] && a=$compat
+		elf=$(arch_field "$a" elf)
+		"$(arch_field "$a" cross)readelf" -h "$tmp/$p" |
 			grep -Eq "Machine:[[:space:]]+$elf\$" ||
-			{ echo "rootfs: $p is not an executable of $arch ($elf)" >&2; return 1; }
+			{ echo "rootfs: $p is not an executable of $a ($elf)" >&2; return 1; }
 	done
 	echo "verified: ${want[*]}"
 }

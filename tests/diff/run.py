@@ -33,9 +33,15 @@ When a flavour cannot be built, one line says its comparison was not run.
 Results go to sandbox/logs/diff-FLAVOUR.json; one progress line per
 scenario as it ends.
 
+--compat runs the 32-bit build of the guest program (mtt32: the rootfs of
+an arch with a compat arch, configs/arches) on 64-bit kernels, so that
+every ioctl goes through the layer's compat_ioctl: each flavour F is then
+named F+compat in the checks, in tests/deviations' sections (its entries:
+the all-flavour ones, then [F+compat]'s) and in its results file.
+
 usage: run.py [--flavours pristine,minitty,fulltty] [--only GLOB]
-              [--compare-only] [--no-build] [--program NAME] [--jobs N]
-              [--verbose]
+              [--compare-only] [--no-build] [--program NAME] [--compat]
+              [--jobs N] [--verbose]
 The flavours are built one after the other, then their guests run at
 once (--jobs N: N at a time), each in a child run.py --run-only on its
 own pty; the verdicts come once all have ended.
@@ -58,7 +64,7 @@ sys.path.insert(0, HERE)
 import scenario as scn               # noqa: E402
 from target import (Target, BootError, ROOT, SANDBOX, kernel_image,  # noqa: E402
                     initramfs)
-from minitty.arch import flavour_arch  # noqa: E402
+from minitty.arch import arch_info, flavour_arch  # noqa: E402
 
 LOGDIR = os.path.join(SANDBOX, "logs")
 DEVIATIONS = os.path.join(ROOT, "tests", "deviations")
@@ -69,9 +75,19 @@ MAX_CMD_HEX = 700        # the shell's line editor has a line length limit
 # The guest program (tests/guest/mtt.c); --program names another, which
 # the suite's own test uses to check the preflight on a missing one.
 PROGRAM = b"mtt"
+# --compat: the program's 32-bit build, and each flavour's name in the
+# checks, sections and results gets this suffix.
+COMPAT_SUFFIX = "+compat"
+COMPAT = False
 
 VERBOSE = False
 RUN_ONLY = False        # a child of run_concurrently (progress as lines)
+
+
+def label(flavour):
+    """FLAVOUR as the checks, tests/deviations and the results file name
+    it: F+compat when the 32-bit program runs (--compat)."""
+    return flavour + COMPAT_SUFFIX if COMPAT else flavour
 
 
 def note(msg):
@@ -305,7 +321,7 @@ def preflight(t):
 def run_flavour(flavour, scens):
     """Boot once, check that mtt answers, run every scenario; returns the
     results dict ("boot" starts with "failed" when no scenario ran)."""
-    out = {"flavour": flavour, "boot": "ok", "scenarios": {}, "log": []}
+    out = {"flavour": label(flavour), "boot": "ok", "scenarios": {}, "log": []}
     t_begin = time.time()
     t = None
     reboots = 0
@@ -365,7 +381,9 @@ def run_concurrently(flavours, args, jobs):
     oracle's part by part, input points are counts of bytes, not times).
     Returns ({flavour: results}, {flavour: why not})."""
     cmd = [sys.executable, os.path.abspath(__file__), "--run-only",
-           "--only", args.only, "--program", PROGRAM.decode()]
+           "--only", args.only, "--program", args.program]
+    if COMPAT:
+        cmd.append("--compat")
     if VERBOSE:
         cmd.append("-v")
     pending, running, results, why_not = list(flavours), {}, {}, {}
@@ -373,7 +391,7 @@ def run_concurrently(flavours, args, jobs):
         while pending or running:
             while pending and len(running) < jobs:
                 fl = pending.pop(0)
-                path = os.path.join(LOGDIR, "diff-%s.json" % fl)
+                path = os.path.join(LOGDIR, "diff-%s.json" % label(fl))
                 if os.path.exists(path):
                     os.unlink(path)      # never the results of an earlier run
                 running[subprocess.Popen(cmd + ["--flavours", fl],
@@ -385,7 +403,7 @@ def run_concurrently(flavours, args, jobs):
             for p in done:
                 fl = running.pop(p)
                 try:
-                    results[fl] = load(fl)
+                    results[fl] = load(label(fl))
                 except (OSError, ValueError) as e:
                     why_not[fl] = "its run ended with exit %d and no results (%s)" % (
                         p.returncode, e)
@@ -534,13 +552,16 @@ def oracle_problems(sc, r):
 
 def known_flavours():
     """The flavour names of configs/flavours (what a section of
-    tests/deviations may name)."""
+    tests/deviations may name), and F+compat for each flavour F whose arch
+    runs 32-bit programs (configs/arches, column compat)."""
     names = set()
     with open(os.path.join(ROOT, "configs", "flavours"), encoding="utf-8") as f:
         for line in f:
             w = line.split()
             if w and not w[0].startswith("#"):
                 names.add(w[0])
+                if len(w) > 4 and arch_info(w[4])["compat"]:
+                    names.add(w[0] + COMPAT_SUFFIX)
     return names
 
 
@@ -718,7 +739,7 @@ def compare_flavour(check, scens, devs, oracle, ref, second, other, why_not,
 
 
 def main():
-    global VERBOSE, PROGRAM, RUN_ONLY
+    global VERBOSE, PROGRAM, RUN_ONLY, COMPAT
     ap = argparse.ArgumentParser()
     ap.add_argument("--flavours", default="pristine,minitty,fulltty",
                     help="the oracle first, then the flavours compared with it")
@@ -733,6 +754,10 @@ def main():
                     "of fulltty: --compare-only --flavours fulltty,LABEL)")
     ap.add_argument("--program", default="mtt",
                     help="the guest program to run the scenarios with")
+    ap.add_argument("--compat", action="store_true",
+                    help="run PROGRAM32, the program's 32-bit build, on "
+                    "flavours whose arch has a compat arch (arm64: arm's); "
+                    "each flavour F is then F+compat")
     ap.add_argument("--jobs", type=int, default=0, metavar="N",
                     help="guests run at once, one per flavour (default: "
                     "every flavour at once; 1: one after the other)")
@@ -740,7 +765,8 @@ def main():
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
     VERBOSE = args.verbose
-    PROGRAM = args.program.encode()
+    COMPAT = args.compat
+    PROGRAM = (args.program + ("32" if COMPAT else "")).encode()
     RUN_ONLY = args.run_only
 
     passed = failed = 0
@@ -778,7 +804,7 @@ def main():
     for fl in flavours:
         if args.compare_only:
             try:
-                results[fl] = load(fl)
+                results[fl] = load(label(fl))
             except (OSError, ValueError) as e:
                 not_run[fl] = "no saved results (%s)" % e
             continue
@@ -819,6 +845,10 @@ def main():
               else "one after the other"))
     sys.stdout.flush()
 
+    # the verdicts name each flavour as its checks do (F+compat: --compat)
+    results = {label(f): r for f, r in results.items()}
+    not_run = {label(f): w for f, w in not_run.items()}
+    flavours = [label(f) for f in flavours]
     # the first flavour is the oracle, each other one is compared with it
     oracle = flavours[0] if flavours else "pristine"
     ref = results.get(oracle)

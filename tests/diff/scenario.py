@@ -272,7 +272,7 @@ class Deviation:
 
 # A section header of tests/deviations: [FLAVOUR] or [FLAVOUR,FLAVOUR..].
 SECTION_RE = re.compile(r"\[([^\]]*)\]")
-MINITTY_FLAVOUR_RE = re.compile(r"minitty[a-z0-9-]*")
+MINITTY_FLAVOUR_RE = re.compile(r"minitty[a-z0-9-]*(\+compat)?")
 
 
 def load_deviations(path, known=None):

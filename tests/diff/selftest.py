@@ -157,7 +157,15 @@ for name, text, known, frag in [
          "minitty-nosuch is not a flavour"),
         ("section-empty", "[]\n", KNOWN, "a section names minitty"),
         ("section-unclosed", "[minitty-tiny\n", KNOWN, "want a section header"),
-        ("section-any-name-without-known", "[minitty-new]\nx op1 r\n", None, None)]:
+        ("section-any-name-without-known", "[minitty-new]\nx op1 r\n", None, None),
+        # a 32-bit run's flavour (run.py --compat): F+compat, known when
+        # F's arch has a compat arch (run.known_flavours())
+        ("section-compat-flavour", "[minitty-arm64+compat]\nx op1 r\n",
+         run.known_flavours(), None),
+        ("section-compat-of-an-arch-without", "[minitty+compat]\nx op1 r\n",
+         run.known_flavours(), "minitty+compat is not a flavour"),
+        ("section-other-suffix", "[minitty-arm64+tiny]\nx op1 r\n", None,
+         "a section names minitty")]:
     e = parse_error(text, known)
     good = e is None if frag is None else (e is not None and frag in e)
     verdict(name, good, ["error %r, want one with %r" % (e, frag)])

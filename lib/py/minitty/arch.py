@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 CONFIGS = os.path.join(ROOT, "configs")
 COLUMNS = ("arch", "karch", "cross", "image", "qemu", "machine", "console",
-           "uart", "debarch", "gdbarch", "setup", "elf")
+           "uart", "debarch", "gdbarch", "setup", "compat", "elf")
 
 
 def _rows(name):
@@ -20,14 +20,16 @@ def _rows(name):
 
 def arch_info(arch):
     """The columns of ARCH's line of configs/arches, as a dict (cross is
-    "" for the host's own tools, elf the rest of the line, console the
+    "" for the host's own tools, compat "" for no compat arch, elf the
+    rest of the line, console the
     port's name and console_arg the whole column)."""
     for row in _rows("arches"):
         if row[0] == arch:
             info = dict(zip(COLUMNS[:-1], row[:len(COLUMNS) - 1]))
             info["elf"] = " ".join(row[len(COLUMNS) - 1:])
-            if info["cross"] == "-":
-                info["cross"] = ""
+            for k in ("cross", "compat"):
+                if info[k] == "-":
+                    info[k] = ""
             info["console_arg"] = info["console"]
             info["console"] = info["console"].split(",")[0]
             return info
