@@ -361,8 +361,12 @@ def write_report(res, out):
     L.append("")
     L.append(f"Run {res['started']} to {res['finished']} ({res['wall_s']:.0f} s) with "
              f"`{res['cmdline']}`. Ratios are {B} / {A} (below 1: {B} is smaller or faster).")
+    # what the figures say, not a guess at why: the 5- and 15-minute
+    # averages also count work that ended before the run
     idle = "an idle machine" if res["load_busy"] is False else \
-        "**not an idle machine** (other kernel builds and QEMU guests were running)"
+        ("**not an idle machine by its load average** (one of these figures "
+         "is above half the CPUs; the 5- and 15-minute ones also count work "
+         "that ended before the run)")
     L.append(f"Load average (1, 5, 15 min) at the start {res['load_start']}, at the end "
              f"{res['load_end']}, on {mc['cpus']} CPUs: {idle}. Speed figures compare "
              "the flavours inside this run only (alternating runs); do not compare them "
