@@ -37,14 +37,9 @@ cmd_rootfs() {
 	build_rootfs "$arch"
 }
 
-# guest_cc ARCH FILE OUT: compile guest program FILE for ARCH.
+# guest_cc ARCH GUEST FILE OUT: compile guest program FILE with ARCH's
+# compiler for a guest of arch GUEST (whose serial port it opens).
 guest_cc() {
-	guest_cc_for "$1" "$1" "$2" "$3"
-}
-
-# guest_cc_for ARCH GUEST FILE OUT: compile FILE with ARCH's compiler for
-# a guest of arch GUEST (whose serial port it opens).
-guest_cc_for() {
 	"$(arch_field "$1" cross)gcc" -static -O2 -Wall \
 		-DTTY_PATH="\"/dev/$(arch_field "$2" console)\"" -o "$4" "$3"
 }
@@ -61,6 +56,12 @@ rootfs_inputs() {
 guest_arches() {
 	echo "$1"
 	arch_field "$1" compat
+}
+
+# guest_suffix ARCH A: the suffix of the guest programs of arch A in
+# ARCH's rootfs: none for ARCH's own, 32 for its compat arch's.
+guest_suffix() {
+	[[ $1 == "$2" ]] || echo 32
 }
 
 rootfs_key() {
@@ -125,7 +126,7 @@ gen_init_cpio() {
 }
 
 make_rootfs() {
-	local arch=$1 dir stage tool c name image compat
+	local arch=$1 dir stage tool c name image a
 	dir=$(rootfs_dir "$arch")
 	stage=$dir/stage
 	image=$(initramfs "$arch")
@@ -140,21 +141,14 @@ make_rootfs() {
 	cp -a "$MINITTY_ROOT/rootfs-overlay/." "$stage/"
 	# The overlay names the arm serial port (ttyAMA0): the arch's instead.
 	sed -i "s/ttyAMA0/$(arch_field "$arch" console)/g" "$stage/init" "$stage"/etc/inittab*
-	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
-		[[ -e $c ]] || continue
-		name=$(basename "$c" .c)
-		echo "compiling $c"
-		guest_cc "$arch" "$c" "$stage/usr/bin/$name"
-	done
-	compat=$(arch_field "$arch" compat)
-	if [[ -n $compat ]]; then
+	for a in $(guest_arches "$arch"); do
 		for c in "$MINITTY_ROOT"/tests/guest/*.c; do
 			[[ -e $c ]] || continue
-			name=$(basename "$c" .c)32
-			echo "compiling $c for $compat"
-			guest_cc_for "$compat" "$arch" "$c" "$stage/usr/bin/$name"
+			name=$(basename "$c" .c)$(guest_suffix "$arch" "$a")
+			echo "compiling $c for $a"
+			guest_cc "$a" "$arch" "$c" "$stage/usr/bin/$name"
 		done
-	fi
+	done
 	{
 		(cd "$stage" && find . -mindepth 1 | sort) | while read -r p; do
 			p=${p#.}
@@ -182,13 +176,17 @@ make_rootfs() {
 # (and as /usr/bin/NAME32, executables of ARCH's compat arch, if it has
 # one).
 verify_rootfs() {
-	local arch=$1 archive=$2 tmp c p elf a compat
+	local arch=$1 archive=$2 tmp c p a
 	local -a want=(init bin/busybox)
-	compat=$(arch_field "$arch" compat)
-	for c in "$MINITTY_ROOT"/tests/guest/*.c; do
-		[[ -e $c ]] || continue
-		want+=("usr/bin/$(basename "$c" .c)")
-		[[ -z $compat ]] || want+=("usr/bin/$(basename "$c" .c)32")
+	# each program's arch
+	local -A of=([bin/busybox]=$arch)
+	for a in $(guest_arches "$arch"); do
+		for c in "$MINITTY_ROOT"/tests/guest/*.c; do
+			[[ -e $c ]] || continue
+			p=usr/bin/$(basename "$c" .c)$(guest_suffix "$arch" "$a")
+			want+=("$p")
+			of[$p]=$a
+		done
 	done
 	tmp=$(mktemp -d)
 	# shellcheck disable=SC2064 # expand now: tmp is local
@@ -197,12 +195,10 @@ verify_rootfs() {
 	for p in "${want[@]}"; do
 		[[ -s $tmp/$p ]] || { echo "rootfs: $p is not in the archive" >&2; return 1; }
 		[[ $p == init ]] && continue
-		a=$arch
-		[[ -n $compat && $p == usr/bin/*32 ]] && a=$compat
-		elf=$(arch_field "$a" elf)
+		a=${of[$p]}
 		"$(arch_field "$a" cross)readelf" -h "$tmp/$p" |
-			grep -Eq "Machine:[[:space:]]+$elf\$" ||
-			{ echo "rootfs: $p is not an executable of $a ($elf)" >&2; return 1; }
+			grep -Eq "Machine:[[:space:]]+$(arch_field "$a" elf)\$" ||
+			{ echo "rootfs: $p is not an executable of $a ($(arch_field "$a" elf))" >&2; return 1; }
 	done
 	echo "verified: ${want[*]}"
 }
