@@ -13,9 +13,9 @@ MINITTY := bin/minitty
 # say) fails here.
 # The SMP debug flavours (minitty-smp, fulltty-smp: KASAN, lockdep, ...)
 # take 8 minutes each to build cold, which a cold make test has no room
-# for (30 minutes): `make test-smp` builds them and runs the stress and the
-# differential suite on them; `make test` runs those suites on them too
-# when they are built (tests/run).
+# for (30 minutes): `make test-smp` builds them and runs the stress, the
+# differential suite and system suspend on them; `make test` runs those
+# suites on them too when they are built (tests/run).
 test: setup
 	@tests/make-test
 
@@ -68,7 +68,8 @@ test-bench: setup
 	$(MINITTY) rootfs; \
 	MINITTY_FLAVOURS="fulltty minitty" MINITTY_BENCH=1 tests/run bench
 
-# The SMP debug flavours under the differential suite and the stress.
+# The SMP debug flavours under the differential suite, the stress and
+# system suspend (tests/suites/suspend).
 .PHONY: test-smp
 test-smp: setup
 	@set -e; $(MINITTY) patch; \
@@ -78,7 +79,7 @@ test-smp: setup
 	for f in $$smp; do $(MINITTY) build --flavour $$f; done; \
 	$(MINITTY) rootfs; \
 	MINITTY_FLAVOURS= MINITTY_ORACLE="$$(echo $$oracle)" \
-		MINITTY_SMP_FLAVOURS="$$(echo $$smp)" tests/run diff stress
+		MINITTY_SMP_FLAVOURS="$$(echo $$smp)" tests/run diff stress suspend
 
 setup:
 	@$(MINITTY) setup

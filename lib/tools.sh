@@ -260,7 +260,7 @@ flavours_options() {
 	echo "shell|||only the flavours that boot to a shell (that run and the tests use)"
 	echo "oracle|||only the oracle flavours (the differential suite's reference)"
 	echo "arch||ARCH|only the flavours of ARCH (configs/arches)"
-	echo "smp|||only the SMP debug flavours (make test-smp runs the stress on them, and the differential suite on minitty-smp)"
+	echo "smp|||only the SMP debug flavours (make test-smp runs the stress and system suspend on them, and the differential suite on minitty-smp)"
 }
 flavours_help() {
 	cat <<EOF
