@@ -644,14 +644,14 @@ def show_state(mp):
     mask = rx_mask(mp)
     pending = (head - tail) & mask
     unvetted = (head - vetted) & mask
-    overflow = "yes" if mp["rx_overflow"] else "no"
-    spare = field(mp, "rx_spare")
-    if mp["rx_overflow"] and spare is not None:
-        overflow += " (spare byte %s)" % show_bytes(bytes([int(spare) & 0xff]))
+    queued = int(mp["rx_queued"])
     out.append("  pending %d bytes (%d vetted, %d not vetted)  lines %d  "
-               "overflow %s" %
+               "queued %d" %
                (pending, (vetted - tail) & mask, unvetted, int(mp["rx_lines"]),
-                overflow))
+                queued))
+    if queued:
+        out.append("  queued (the ring was full): " + show_bytes(
+            bytes(int(mp["rx_queue"][i]) & 0xff for i in range(queued))))
     pushed = field(mp, "rx_pushed")
     if pushed:
         push = int(mp["rx_push"])
@@ -674,6 +674,13 @@ def show_state(mp):
                    (fin, fout, used, tsize - used))
         data, n = tx_bytes(mp, fout, fin)
         out.append("  pending: " + show_bytes(data, n))
+        echo = mp["echo_fifo"]["kfifo"]
+        ein, eout = int(echo["in"]), int(echo["out"])
+        n = (ein - eout) & index_mask(echo["in"])
+        esize = int(echo["mask"]) + 1
+        out.append("  held echoes (the fifo was full): " + show_bytes(
+            ring_bytes(echo["data"], esize, eout, n) if 0 < n <= esize else b"",
+            n))
     else:
         out.append("TX kfifo: not allocated (the port is not open)")
 
@@ -716,8 +723,9 @@ minitty state [PORT]
 The RX ring: head, vetted, tail (free-running indices, and their slots),
 the bytes pending (vetted ones, that read() may return, and not yet
 vetted ones, that input processing and echo have not seen), the line
-count and the overflow flag; the TX kfifo: in, out, used, free and the
-bytes the UART has yet to send; the output column and the column where
+count and the bytes queued behind a full ring; the TX kfifo: in, out,
+used, free, the bytes the UART has yet to send and the echoes held while
+it was full; the output column and the column where
 the input line's echo started; the termios flags by name; the modem
 control lines (uart_port.mctrl) and the icount counters.
 

@@ -67,6 +67,9 @@
  *                        parent exits first; the record says "orphan")
  *   session OP           as bg, but in a new session (setsid(): no
  *                        controlling terminal; the record says "session")
+ *   user OP              run OP in a child of the same process group as
+ *                        user and group 65534 (nobody: no capabilities),
+ *                        record its record (the record says "user")
  *   ignore SIG           ignore signal SIG (TTIN, TTOU, ... as in the
  *                        signal counts), in this process and its children
  *   spawn OP             start OP in a child of the same process group
@@ -1025,10 +1028,11 @@ static void icount(int base)
 static int run_op(struct word *w, int nw, char *err);
 
 /*
- * Start OP in a child whose record comes back through a pipe: with bg, in a
- * new process group, its signals counted and a 3 s watchdog; else in this
- * process group with a 5 s watchdog, which its record mentions when it
- * fired. Returns the child's pid and sets *rfd, or -1 (recorded).
+ * Start OP in a child whose record comes back through a pipe: with BG 1 to
+ * 3, in a new process group, its signals counted and a 3 s watchdog; else
+ * in this process group with a 5 s watchdog, which its record mentions
+ * when it fired, and with BG 4 as user and group 65534. Returns the
+ * child's pid and sets *rfd, or -1 (recorded).
  */
 static pid_t child_start(struct word *w, int nw, char *err, int bg, int *rfd)
 {
@@ -1050,6 +1054,12 @@ static pid_t child_start(struct word *w, int nw, char *err, int bg, int *rfd)
 		size_t i;
 
 		close(p[0]);
+		if (bg == 4) {
+			/* drop root: the checks an unprivileged caller meets */
+			if (setgid(65534) || setuid(65534))
+				_exit(4);
+			bg = 0;
+		}
 		if (bg)
 			for (i = 0; i < NSIGTAB; i++)
 				sigcount[i] = 0;
@@ -1114,10 +1124,12 @@ static void child_finish(pid_t pid, int fd, const char *tag)
 		out(" status=%x", st);
 }
 
-/* KIND: 1 bg, 2 orphan, 3 session (as child_start's BG) */
+/* KIND: 1 bg, 2 orphan, 3 session, 4 user (as child_start's BG) */
 static void do_bg(struct word *w, int nw, char *err, int kind)
 {
-	static const char *const tag[] = { "", "bg", "orphan", "session" };
+	static const char *const tag[] = {
+		"", "bg", "orphan", "session", "user"
+	};
 	int fd;
 	pid_t pid = child_start(w, nw, err, kind, &fd);
 
@@ -1563,10 +1575,12 @@ static int run_op1(struct word *w, int nw, char *err)
 		close(f);
 		return 0;
 	}
-	if (!strcmp(op, "bg") || !strcmp(op, "orphan") || !strcmp(op, "session")) {
+	if (!strcmp(op, "bg") || !strcmp(op, "orphan") ||
+	    !strcmp(op, "session") || !strcmp(op, "user")) {
 		if (nw < 2)
 			goto usage;
-		do_bg(w + 1, nw - 1, err, op[0] == 'b' ? 1 : op[0] == 'o' ? 2 : 3);
+		do_bg(w + 1, nw - 1, err, op[0] == 'b' ? 1 : op[0] == 'o' ? 2 :
+		      op[0] == 's' ? 3 : 4);
 		return 0;
 	}
 	if (!strcmp(op, "ignore")) {
