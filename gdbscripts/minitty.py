@@ -775,14 +775,12 @@ class Watch:
 watching = None
 
 
-def registers():
-    """The values of the general registers of the selected frame (None when
-    they cannot be read)."""
+def pc_sp():
+    """(pc, sp) of the selected frame (None when they cannot be read)."""
     try:
         frame = gdb.selected_frame()
-        return tuple(int(frame.read_register(r.name)) for r in
-                     frame.architecture().registers("general"))
-    except (gdb.error, AttributeError, ValueError):
+        return int(frame.pc()), int(frame.read_register("sp"))
+    except (gdb.error, ValueError):
         return None
 
 
@@ -827,13 +825,6 @@ class WatchBreakpoint(gdb.Breakpoint):
 
     def stop(self):
         w = self.watch
-        # gdb may report one breakpoint stop twice in a row (seen on x86_64
-        # under QEMU: the same call, every register alike, the guest's state
-        # unchanged): the second is no new event.
-        regs = registers()
-        if regs is not None and (self.number, regs) == w.last_stop:
-            return False
-        w.last_stop = (self.number, regs)
         try:
             mp = self.port_mp()
             # another port's call; an argument that is unreadable, or not a
@@ -841,9 +832,18 @@ class WatchBreakpoint(gdb.Breakpoint):
             if mp is not None and int(mp) != int(w.mp) and \
                     int(mp) in w.others:
                 return False
-            w.emit(self.event, self.line())
+            text = self.line()
         except Exception as e:  # noqa: BLE001 - never stop the guest
-            w.emit(self.event, "(cannot show: %s)" % e)
+            text = "(cannot show: %s)" % e
+        # gdb may report one breakpoint stop twice in a row (seen on x86_64
+        # under QEMU: the same call at the same pc and stack, the guest's
+        # state unchanged, the flags register not always alike): the
+        # second is no new event.
+        stop = (self.number, pc_sp(), text)
+        if stop[1] is not None and stop == w.last_stop:
+            return False
+        w.last_stop = stop
+        w.emit(self.event, text)
         return False
 
 
@@ -965,7 +965,8 @@ Sets breakpoints that print one line and let the guest go on, where
             __minitty_start_tx when the former is inlined)
   tx-drain  the driver drained the TX kfifo (uart_write_wakeup)
 Each line shows the ring indices as the event begins and the bytes
-involved. `minitty unwatch` removes the breakpoints. A new watch replaces
+involved; a line equal to the one before, from the same place and stack,
+is not shown again (gdb may report one stop twice). `minitty unwatch` removes the breakpoints. A new watch replaces
 the previous one.
 
 PORT is an index or device name from `minitty ports`; without it, the
