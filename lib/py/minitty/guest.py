@@ -256,7 +256,11 @@ class Guest:
 
     def sync(self, timeout=60):
         """Run a no-op marker command until the shell answers, then drop
-        everything read so far."""
+        everything read so far. Before each retry, INTR (^C) ends what the
+        shell holds of an earlier try: a line that lost its start (sent
+        while a respawned shell had not yet opened the port, whose driver
+        drains its RX FIFO at startup) can leave a quote open, and the
+        shell would take every later try as more of it."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -265,6 +269,7 @@ class Guest:
             except GuestError:
                 if time.monotonic() > deadline:
                     raise GuestError("the guest shell does not answer")
+                self.send(b"\x03")
         self._buf = b""
 
     def stop(self):
