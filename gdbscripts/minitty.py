@@ -966,8 +966,8 @@ Sets breakpoints that print one line and let the guest go on, where
   tx-drain  the driver drained the TX kfifo (uart_write_wakeup)
 Each line shows the ring indices as the event begins and the bytes
 involved; a line equal to the one before, from the same place and stack,
-is not shown again (gdb may report one stop twice). `minitty unwatch` removes the breakpoints. A new watch replaces
-the previous one.
+is not shown again (gdb may report one stop twice). `minitty unwatch`
+removes the breakpoints. A new watch replaces the previous one.
 
 PORT is an index or device name from `minitty ports`; without it, the
 console's port (else the first)."""
