@@ -665,6 +665,12 @@ def show_state(mp):
         out.append("  vetted:     " + show_bytes(data, n))
         data, n = rx_bytes(mp, vetted, head)
         out.append("  not vetted: " + show_bytes(data, n))
+        # the first of them may have been echoed by the RX path already
+        echoed = field(mp, "rx_echoed")
+        if echoed is not None:
+            ahead = (int(mp["rx_echo_to"]) - vetted) & mask if echoed else 0
+            out.append("  echoed as they came: %d of them  TX claims %d" %
+                       (min(ahead, unvetted), int(mp["tx_claims"])))
 
     fin, fout, used, tsize = tx_indices(mp)
     if tsize:
@@ -722,8 +728,10 @@ minitty state [PORT]
 
 The RX ring: head, vetted, tail (free-running indices, and their slots),
 the bytes pending (vetted ones, that read() may return, and not yet
-vetted ones, that input processing and echo have not seen), the line
-count and the bytes queued behind a full ring; the TX kfifo: in, out,
+vetted ones, that input processing has not seen, and how many of
+those the RX path echoed as they came, with the claims process context
+holds on the TX kfifo), the line count and the bytes queued behind a
+full ring; the TX kfifo: in, out,
 used, free, the bytes the UART has yet to send and the echoes held while
 it was full; the output column and the column where
 the input line's echo started; the termios flags by name; the modem
