@@ -486,8 +486,12 @@ def ring_bytes(buf, size, start, count):
 
 
 def field(value, name):
-    """VALUE[NAME], or None when this kernel's struct has no such field."""
-    if any(f.name == name for f in value.type.strip_typedefs().fields()):
+    """VALUE[NAME], or None when this kernel's struct has no such field
+    (VALUE: a struct or a pointer to one)."""
+    t = value.type.strip_typedefs()
+    if t.code == gdb.TYPE_CODE_PTR:
+        t = t.target().strip_typedefs()
+    if any(f.name == name for f in t.fields()):
         return value[name]
     return None
 
