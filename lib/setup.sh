@@ -3,12 +3,14 @@
 
 # Host packages the sandbox needs (Debian names). Installed without their
 # recommends, so what a recommend would bring and a step uses is named
-# here (libc6-dev-armhf-cross: the guest programs' C library). Each
+# here (libc6-dev-armhf-cross: the guest programs' C library). lrzsz:
+# sz and rz, which picocom sends and receives files with, and the bench's
+# ZMODEM transfers (the guest's are fetched by the bench). Each
 # arch of configs/arches adds its own (arch_packages).
 SETUP_PACKAGES=(linux-source-6.12
 	gdb-multiarch picocom flex bison bc cpio libssl-dev libelf-dev ccache
 	python3 python3-pexpect shellcheck git make gcc libc6-dev xz-utils
-	python3-ply python3-git python3-pyflakes perl file sparse)
+	python3-ply python3-git python3-pyflakes perl file sparse lrzsz)
 
 # arch_packages ARCH: the host packages ARCH's flavours need: its
 # compiler, binutils and C library for the guest programs, and its QEMU.
@@ -58,7 +60,7 @@ setup_help() {
 	done
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup [--arch ARCH[,ARCH...]]
-Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, sz, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -69,9 +71,7 @@ as_root() {
 
 # busybox_deb [ARCH]: the busybox-static package of ARCH (default arm)
 # in sandbox/busybox/.
-busybox_deb() {
-	compgen -G "$SANDBOX/busybox/busybox-static_*_$(arch_field "${1:-arm}" debarch).deb" | head -n 1
-}
+busybox_deb() { guest_deb busybox-static "$@"; }
 
 cmd_setup() {
 	parse_options setup "$@"
@@ -145,13 +145,22 @@ apt_update() {
 	warn "apt-get update failed 3 times (log: $log): going on with the package lists there are"
 }
 
-# fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/
-# (a copy in /tmp first, else apt-get download, after an apt-get update
-# unless UPDATED).
-fetch_busybox() {
-	local arch=$1 updated=${2:-} debarch pkg cached p
+# fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/.
+fetch_busybox() { fetch_guest_deb busybox-static "$@"; }
+
+# guest_deb PKG [ARCH]: the Debian package PKG of ARCH (default arm) in
+# sandbox/busybox/, where the guests' packages are kept.
+guest_deb() {
+	compgen -G "$SANDBOX/busybox/${1}_*_$(arch_field "${2:-arm}" debarch).deb" | head -n 1
+}
+
+# fetch_guest_deb PKG ARCH [UPDATED]: the Debian package PKG of ARCH's
+# debarch into sandbox/busybox/ (a copy in /tmp first, else apt-get
+# download, after an apt-get update unless UPDATED).
+fetch_guest_deb() {
+	local name=$1 arch=$2 updated=${3:-} debarch pkg cached p
 	debarch=$(arch_field "$arch" debarch)
-	pkg=$(busybox_pkg "$arch")
+	pkg=$name:$debarch
 	mkdir -p "$SANDBOX/busybox"
 	if [[ $debarch != "$(dpkg --print-architecture)" ]] &&
 		! dpkg --print-foreign-architectures | grep -qx "$debarch"; then
@@ -159,21 +168,22 @@ fetch_busybox() {
 		as_root dpkg --add-architecture "$debarch"
 		updated=
 	fi
-	cached=$(compgen -G "/tmp/busybox-static_*_$debarch.deb" | head -n 1 || true)
+	cached=$(compgen -G "/tmp/${name}_*_$debarch.deb" | head -n 1 || true)
 	if [[ -n $cached ]]; then
-		step setup "busybox for $debarch: $cached"
+		step setup "$name for $debarch: $cached"
 		cp "$cached" "$SANDBOX/busybox/"
 	else
 		step setup "downloading $pkg"
 		[[ -n $updated ]] || apt_update
 		(cd "$SANDBOX/busybox" && apt-get download "$pkg") \
-			>"$LOGS/setup-busybox.log" 2>&1 ||
-			die "setup: apt-get download $pkg failed (log: $LOGS/setup-busybox.log)"
+			>"$LOGS/setup-$name.log" 2>&1 ||
+			die "setup: apt-get download $pkg failed (log: $LOGS/setup-$name.log)"
 	fi
 	# apt-get download names the file with an url-encoded epoch (1%3a).
 	for p in "$SANDBOX"/busybox/*%3a*.deb; do
 		[[ -e $p ]] && mv "$p" "${p//%3a/_}"
 	done
+	return 0
 }
 
 # setup_check ARCH...: every tool a later step compiles or runs with
@@ -237,6 +247,7 @@ setup_check() {
 	try linux-source-6.12 "the kernel source ($SRC_TARBALL)" test -s "$SRC_TARBALL"
 	# The tools around the guest.
 	try picocom picocom picocom --help
+	try lrzsz "sz and rz" sz --version
 	try shellcheck shellcheck shellcheck --version
 	try sparse sparse sparse --version
 	try "python3 python3-pexpect python3-ply python3-git python3-pyflakes" \
@@ -248,7 +259,7 @@ setup_check() {
 		list=$(printf '; %s' "${bad[@]}")
 		die "setup: does not work: ${list#; }; install the package(s) named (details: rerun with MINITTY_SETUP_LOG=FILE)"
 	fi
-	step check "every tool works (${arches[*]}: C, QEMU, gdb; kernel host tools, picocom, Python)"
+	step check "every tool works (${arches[*]}: C, QEMU, gdb; kernel host tools, picocom, lrzsz, Python)"
 }
 
 fetch_options() { :; }
