@@ -7,7 +7,7 @@ BENCH_PY=$MINITTY_ROOT/tests/bench/bench.py
 BENCH_FLAVOURS=(fulltty minitty notty)
 
 bench_options() {
-	echo "quick|q||one run each, 128 KiB transfers, 50 keystrokes (make test runs this)"
+	echo "quick|q||one run each, 128 KiB raw and 32 KiB ZMODEM transfers, 50 keystrokes (make test runs this)"
 	echo "runs|r|N|alternating runs per flavour (default 5)"
 	echo "out|o|DIR|report directory (default sandbox/bench; --quick: sandbox/bench/quick)"
 	no_build_opt
@@ -17,21 +17,31 @@ bench_help() {
 usage: minitty bench [--quick] [--runs N] [--out DIR]
 Compare minitty with fulltty, built from the same tree, and write
 DIR/report.md, DIR/summary.md (its summary table), DIR/results.json
-(every raw figure), DIR/sizes.svg (size per object, both flavours) and
+(every raw figure), DIR/sizes.svg (size per object, both flavours),
+DIR/memory.svg (what an open port takes), DIR/speed.svg (every run and
+the ratio of each alternating pair, per speed figure) and
 DIR/bloat-o-meter.txt:
   size     bin/minitty size of fulltty, minitty and notty (CONFIG_TTY=n, no
            serial: what the serial console costs on top of nothing),
            scripts/bloat-o-meter fulltty -> minitty, vmlinux and zImage;
-  memory   MemFree after boot to a shell; slab, vmalloc and pages that
-           opening ttyAMA0 allocates, from /proc/meminfo, /proc/slabinfo and
-           /proc/vmallocinfo in bench-fulltty and bench-minitty guests
-           (configs/bench.config) whose PID 1 is tests/bench/meminit.sh;
+  memory   MemFree after boot to a shell; slab objects, vmalloc and whole
+           pages that opening ttyAMA0 allocates, counted exactly from /proc
+           (meminfo, slabinfo, vmallocinfo, zoneinfo) in bench-fulltty and
+           bench-minitty guests (configs/bench.config) whose PID 1 is
+           tests/bench/memsnap.c (after tests/bench/meminit.sh's mounts);
   speed    N alternating boots (fulltty minitty fulltty ...), medians of:
            boot to the first prompt, 1 MiB host to guest and guest to host
            in raw mode (bytes lost and md5 checked), echo round trip of one
-           keystroke in canonical mode (200), a 200-line canonical read.
+           keystroke in canonical mode (200), a 200-line canonical read;
+           then a guest of the same flavour with Debian's lrzsz appended
+           to its initramfs: 256 KiB each way with sz and rz (ZMODEM),
+           bytes and md5 checked (lrzsz of arm is fetched into
+           sandbox/busybox/ the first time).
 Builds what is missing or stale (bin/minitty build, rootfs) before it
 needs it (--no-build: fulltty, minitty and notty as they are).
+Each speed ratio comes with the median and the range of the ratios of the
+alternating pairs; a figure ranks the flavours only when at least 80% of
+the pairs agree on the faster one (else the report says it cannot).
 Exit 1 when a transfer lost or changed bytes, a guest failed, or a serial
 log has Oops, BUG, WARNING or Kernel panic. No timing is a pass/fail
 criterion: the figures depend on the machine and its load (both noted).
@@ -59,6 +69,9 @@ cmd_bench() {
 	done
 	build_rootfs >/dev/null
 	gen_init_cpio >/dev/null
+	# The guest's sz and rz for the ZMODEM transfers (bench.py appends
+	# them, with the C library of libc6-armhf-cross, to the initramfs).
+	[[ -n $(guest_deb lrzsz arm) ]] || fetch_guest_deb lrzsz arm
 	mkdir -p "$out"
 	say "bench${OPT_quick:+ --quick}: report in ${out#"$MINITTY_ROOT"/}"
 	python3 "$BENCH_PY" --out "$out" --runs "$runs" "${args[@]}" \

@@ -265,13 +265,17 @@ def r_memory(data):
     full = [f for f in fl if "fulltty" in f][0]
     mini = [f for f in fl if f != full][0]
     a, b = mem[full]["traffic"], mem[mini]["traffic"]
+
+    def kernel(m):
+        if "kernel_bytes" in m:  # memsnap's exact count
+            return f"{n(round(m['kernel_bytes']))} bytes"
+        return f"{m['kernel_kb']:.0f} kB"
     return wrap(
         "Runtime memory per open port (`minitty bench`, after one line in "
         "and one out, median over its open/close cycles): slab objects "
         f"{n(round(a['slab_object_bytes']))} bytes with the full layer, "
         f"{n(round(b['slab_object_bytes']))} with minitty; kernel memory "
-        f"(slab, vmalloc and pages) {a['kernel_kb']:.0f} kB and "
-        f"{b['kernel_kb']:.0f} kB.")
+        f"(slab objects, vmalloc and pages) {kernel(a)} and {kernel(b)}.")
 
 
 def r_tests(data):

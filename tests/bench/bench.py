@@ -2,7 +2,8 @@
 """minitty bench: size, memory and speed of minitty against the full TTY
 layer, in one run. Called by `bin/minitty bench` (lib/bench.sh), which
 builds what is needed first; writes OUT/report.md, OUT/summary.md,
-OUT/results.json, OUT/sizes.svg and OUT/bloat-o-meter.txt.
+OUT/results.json, OUT/sizes.svg, OUT/memory.svg, OUT/speed.svg and
+OUT/bloat-o-meter.txt.
 
     bench.py --out DIR [--runs N] [--quick] [--cmdline 'bin/minitty bench']
 
@@ -11,6 +12,7 @@ and no guest's serial log has Oops, BUG, WARNING or Kernel panic; 1 else.
 """
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -124,73 +126,201 @@ def sizes():
 
 # --- memory -------------------------------------------------------------
 def snap_sum(s):
-    return sum(a * z for a, z in s["slab"].values())
+    """Bytes of the active slab objects of snapshot S."""
+    return sum(t[0] * t[1] for t in s["slab"].values())
+
+
+def snap_pages(s):
+    """Snapshot S's page counts, in 4 KiB pages: free (the zones' free
+    pages plus their per-CPU free lists, /proc/zoneinfo), slab (the pages
+    of the slab caches, /proc/slabinfo), Slab (meminfo's: also the
+    kmalloc()s too large for a cache), vmalloc (VmallocUsed) and user
+    (AnonPages + Cached + PageTables: memsnap's own memory and the page
+    cache, which do not move). exact: memsnap's snapshots of a
+    uniprocessor kernel (an SMP kernel's counters lag by their per-CPU
+    differentials); those of the shell meminit before memsnap had MemFree
+    and meminfo's Slab only (and a shell that grew with each)."""
+    m = s["meminfo"]
+    memsnap = "free_pages" in m and all(len(t) > 2 for t in s["slab"].values())
+
+    def kb(k):
+        return m.get(k, 0) // PAGE_KB
+    return {"free": (m["free_pages"] if memsnap else kb("MemFree")) + m.get("pcp_pages", 0),
+            "slab": sum(t[2] for t in s["slab"].values()) if memsnap else kb("Slab"),
+            "Slab": kb("Slab"), "vmalloc": kb("VmallocUsed"),
+            "user": kb("AnonPages") + kb("Cached") + kb("PageTables"),
+            "memsnap": memsnap, "exact": memsnap and m.get("percpu_vmstat", 0) == 0}
+
+
+# mem_analysis()'s figures of one snapshot against another (the medians)
+MEM_FIGURES = ("slab_object_bytes", "vmalloc_kb", "vmap_areas", "pages", "other_pages_kb",
+               "kernel_bytes", "kernel_kb", "taken_pages", "memfree_kb", "slab_pages",
+               "slab_pages_kb", "large_kmalloc_pages", "user_kb")
+
+
+def snap_delta(s, c0, callers):
+    """What snapshot S holds more than snapshot C0, exactly: slab objects
+    (bytes, and per cache), vmalloc (kB, and per caller: CALLERS maps
+    vmallocinfo's caller addresses to symbols), taken (the drop of the
+    free pages), and pages: taken - the slab caches' pages - vmalloc's -
+    user's, i.e. the whole pages that the kernel took outside slab caches
+    and vmalloc (a transmit or receive buffer, a kmalloc() too large for
+    a cache: large_kmalloc_pages of them). kernel: slab objects + vmalloc
+    + pages (the slab objects rather than the slab pages they moved: a
+    cache only sometimes needs a new page for one more object)."""
+    p, q = snap_pages(s), snap_pages(c0)
+    m, m0 = s["meminfo"], c0["meminfo"]
+    caches = {}
+    for name, t in s["slab"].items():
+        dd = (t[0] - c0["slab"].get(name, (0,))[0]) * t[1]
+        if dd:
+            caches[name] = dd
+    vm = {}
+    v, v0 = s.get("vmalloc", {}), c0.get("vmalloc", {})
+    for a in set(v) | set(v0):
+        dp = v.get(a, (0, 0))[0] - v0.get(a, (0, 0))[0]
+        if dp:
+            sym = callers.get(a, a).split("+")[0]
+            vm[sym] = vm.get(sym, 0) + PAGE_KB * dp
+    taken = q["free"] - p["free"]
+    slab_pages = p["slab"] - q["slab"]
+    vm_pages = p["vmalloc"] - q["vmalloc"]
+    user = p["user"] - q["user"]
+    pages = taken - slab_pages - vm_pages - user
+    slab_b = snap_sum(s) - snap_sum(c0)
+    return {"slab_object_bytes": slab_b, "caches": caches,
+            "vmalloc_kb": PAGE_KB * vm_pages, "vmalloc_callers": vm,
+            "vmap_areas": m.get("vmap_areas", 0) - m0.get("vmap_areas", 0),
+            "taken_pages": taken, "memfree_kb": -PAGE_KB * taken,
+            "slab_pages": slab_pages, "slab_pages_kb": PAGE_KB * slab_pages,
+            "large_kmalloc_pages": p["Slab"] - q["Slab"] - slab_pages if p["memsnap"] else 0,
+            "user_kb": PAGE_KB * user, "pages": pages, "other_pages_kb": PAGE_KB * pages,
+            "kernel_bytes": slab_b + 1024 * PAGE_KB * (vm_pages + pages),
+            "kernel_kb": slab_b / 1024 + PAGE_KB * (vm_pages + pages),
+            "uart_irq": m.get("uart_irq"), "got": s.get("got")}
 
 
 def mem_analysis(run):
-    """Deltas of each open-port snapshot against the closed snapshots
-    before and after it, interpolated to its place in the sequence (the
-    snapshots are taken closed, open, traffic, closed: the shell's own
-    memory grows a little with each), then the median over the cycles."""
+    """What an open port holds: each open and traffic snapshot against
+    the closed one just before it (snap_delta()), the median over the
+    cycles after the first (the first open also allocates what the port
+    then keeps, closed or open: what the first cycle left; a run of one
+    cycle has only the first). cycles: each cycle's figures;
+    same_after_first: whether every cycle after the first gave the same;
+    left_per_cycle: what each cycle left once the port was closed again
+    (closed i+1 against closed i); closed: the first closed snapshot;
+    exact: memsnap's snapshots of a uniprocessor kernel."""
     snaps = run["snapshots"]
+    callers = run.get("vmalloc_callers", {})
     closed = {s["cycle"]: s for s in snaps if s["tag"] == "closed"}
-    out = {}
-    for tag, w in (("open", 1 / 3), ("traffic", 2 / 3)):
-        per = []
-        for s in (x for x in snaps if x["tag"] == tag):
-            c0, c1 = closed[s["cycle"]], closed[s["cycle"] + 1]
-
-            def dm(k, s=s, c0=c0, c1=c1):
-                g = (lambda x: x["meminfo"].get(k, 0))
-                return g(s) - ((1 - w) * g(c0) + w * g(c1))
-            # Slab and vmalloc counters do not drift with the shell's own
-            # memory: against the closed snapshot just before, exactly.
-            caches = {}
-            for name, (a, z) in s["slab"].items():
-                dd = (a - c0["slab"].get(name, (0, z))[0]) * z
-                if dd:
-                    caches[name] = dd
-            slab_b = snap_sum(s) - snap_sum(c0)
-            vm_kb = s["meminfo"].get("VmallocUsed", 0) - c0["meminfo"].get("VmallocUsed", 0)
-            # free pages = MemFree + the per-CPU free lists (4 KiB pages)
-            free_kb = dm("MemFree") + PAGE_KB * dm("pcp_pages")
-            # what the shell and its children hold, not the kernel's
-            user_kb = dm("AnonPages") + dm("PageTables") + dm("KernelStack")
-            slabpages_kb = dm("Slab")
-            kernel_kb = -free_kb - user_kb
-            per.append({"slab_object_bytes": slab_b, "caches": caches,
-                        "vmalloc_kb": vm_kb,
-                        "vmap_areas": s["meminfo"].get("vmap_areas", 0) - c0["meminfo"].get("vmap_areas", 0),
-                        "memfree_kb": free_kb, "user_kb": user_kb,
-                        "kernel_kb": kernel_kb, "slab_pages_kb": slabpages_kb,
-                        "other_pages_kb": kernel_kb - slabpages_kb - vm_kb,
-                        "got": s.get("got")})
+    out = {"exact": all(snap_pages(s)["exact"] for s in snaps)}
+    for tag in ("open", "traffic"):
+        per = [snap_delta(s, closed[s["cycle"]], callers) for s in snaps if s["tag"] == tag]
         if not per:
             continue
-        med = {k: statistics.median(p[k] for p in per)
-               for k in ("slab_object_bytes", "vmalloc_kb", "vmap_areas", "memfree_kb",
-                         "user_kb", "kernel_kb", "slab_pages_kb", "other_pages_kb")}
-        names = sorted({n for p in per for n in p["caches"]})
-        med["caches"] = {n: statistics.median(p["caches"].get(n, 0) for p in per) for n in names}
-        med["caches"] = {n: v for n, v in med["caches"].items() if v}
+        use = per[1:] or per
+        med = {k: statistics.median(p[k] for p in use) for k in MEM_FIGURES}
+        for key in ("caches", "vmalloc_callers"):
+            names = sorted({n for p in use for n in p[key]})
+            med[key] = {n: statistics.median(p[key].get(n, 0) for p in use) for n in names}
+            med[key] = {n: x for n, x in med[key].items() if x}
+        med["same_after_first"] = all(
+            all(p[k] == per[-1][k] for k in MEM_FIGURES + ("caches", "vmalloc_callers"))
+            for p in per[1:])
+        med["uart_irq"] = per[-1]["uart_irq"]
+        med["median_of"] = len(use)
         med["cycles"] = per
         out[tag] = med
     cl = [closed[k] for k in sorted(closed)]
-    def free(x):
-        return x["meminfo"]["MemFree"] + PAGE_KB * x["meminfo"].get("pcp_pages", 0)
-    out["closed_drift"] = {
-        "memfree_kb": free(cl[-1]) - free(cl[0]),
-        "slab_object_bytes": snap_sum(cl[-1]) - snap_sum(cl[0])}
-    out["closed"] = {"MemFree_kb": free(cl[0]),
-                     "Slab_kb": cl[0]["meminfo"].get("Slab"),
-                     "VmallocUsed_kb": cl[0]["meminfo"].get("VmallocUsed"),
-                     "slab_object_bytes": snap_sum(cl[0])}
+    out["left_per_cycle"] = [snap_delta(b, a, callers) for a, b in zip(cl, cl[1:])]
+    d = snap_delta(cl[-1], cl[0], callers)
+    out["closed_drift"] = {k: d[k] for k in ("memfree_kb", "slab_object_bytes", "caches",
+                                             "vmalloc_kb", "pages", "kernel_bytes")}
+    p0, m0 = snap_pages(cl[0]), cl[0]["meminfo"]
+    out["closed"] = {"MemFree_kb": PAGE_KB * p0["free"], "Slab_kb": m0.get("Slab"),
+                     "VmallocUsed_kb": m0.get("VmallocUsed"), "slab_object_bytes": snap_sum(cl[0]),
+                     "uart_irq": m0.get("uart_irq"),
+                     "vmap_unpurged": [c["meminfo"].get("vmap_unpurged") for c in cl]}
     answered = all(p["got"] == "ping%d" % i for i, p in enumerate(out.get("traffic", {}).get("cycles", [])))
     out["line_in_ok"] = answered
     return out
 
 
 # --- speed --------------------------------------------------------------
+# The speed figures, one entry each (one more figure: one more entry):
+# key, the figure's name in each flavour's speed summary (its median over
+# the runs; key + "_all": its value in every run); what it is, for the
+# summary, where {n} stands for the byte count in results.json's
+# n_key; short, its name in the report's tables and the charts; its unit
+# and format; get, its value in one run (one of speed_runs). Every figure
+# is a time: lower is faster. A figure that a run lacks (a results.json
+# from before the figure existed) is left out of the summary.
+Speed = collections.namedtuple("Speed", "key what n_key short unit prec get")
+SPEED = (
+    Speed("boot_s", "boot to the first shell prompt", None, "boot", "s", ".3f",
+          lambda r: r["boot_s"]),
+    Speed("h2g_s", "{n} host to guest, raw", "transfer_bytes", "host to guest", "s", ".3f",
+          lambda r: r["h2g"]["seconds"]),
+    Speed("g2h_s", "{n} guest to host, raw", "transfer_bytes", "guest to host", "s", ".3f",
+          lambda r: r["g2h"]["seconds"]),
+    Speed("echo_rtt_ms", "echo round trip of one keystroke, canonical", None, "echo round trip",
+          "ms", ".2f", lambda r: 1000 * statistics.median(r["echo_rtt_s"])),
+    Speed("canon_s", "200-line canonical read", None, "200-line canonical read", "s", ".3f",
+          lambda r: r["canon"]["seconds"]),
+    Speed("zm_h2g_s", "{n} host to guest, ZMODEM (sz, rz)", "zmodem_bytes",
+          "ZMODEM host to guest", "s", ".3f", lambda r: r["zm_h2g"]["seconds"]),
+    Speed("zm_g2h_s", "{n} guest to host, ZMODEM (sz, rz)", "zmodem_bytes",
+          "ZMODEM guest to host", "s", ".3f", lambda r: r["zm_g2h"]["seconds"]),
+)
+# The transfers whose bytes are counted and checksummed (a run from
+# before the ZMODEM ones lacks them).
+TRANSFERS = ("h2g", "g2h", "zm_h2g", "zm_g2h")
+# The ranking rule: the flavours are ranked on a figure only when at
+# least this share of the alternating pairs, and at least two pairs, agree
+# on which flavour is faster.
+RANK_PERCENT = 80
+
+
+def speed_values(fig, rs):
+    """FIG's value in each of the runs RS; None when one of them lacks it."""
+    try:
+        return [fig.get(r) for r in rs]
+    except (KeyError, TypeError):
+        return None
+
+
+def speed_what(fig, res):
+    """FIG's description for the summary, with its byte count."""
+    if not fig.n_key:
+        return fig.what
+    n = res.get(fig.n_key, 0)
+    size = f"{n // gb.MIB} MiB" if n and n % gb.MIB == 0 else \
+        (f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} bytes")
+    return fig.what.format(n=size)
+
+
+def spread(ratios):
+    """The spread of one figure's pair ratios (B / A of each alternating
+    pair) and the ranking rule's outcome: a pair has B faster when its
+    ratio is below 1, A faster above 1, neither at exactly 1."""
+    n = len(ratios)
+    faster_in = {A: sum(x > 1 for x in ratios), B: sum(x < 1 for x in ratios)}
+    lead = B if faster_in[B] >= faster_in[A] else A
+    agree = faster_in[lead]
+    ranked = n >= 2 and 100 * agree >= RANK_PERCENT * n
+    rng = f"{min(ratios):.3f}-{max(ratios):.3f}"
+    if n < 2:
+        verdict = f"one pair of runs (pair ratio {ratios[0]:.3f}): too few to rank"
+    elif ranked:
+        verdict = f"{lead} faster in {agree} of {n} pairs (pair ratios {rng})"
+    else:
+        verdict = (f"spread too wide to rank: {agree} of {n} pairs have {lead} faster "
+                   f"(pair ratios {rng})")
+    return {"pair_ratios": ratios, "pairs": n, "min": min(ratios), "max": max(ratios),
+            "median": statistics.median(ratios), "faster_in": faster_in, "agree": agree,
+            "ranked": ranked, "faster": lead if ranked else None, "verdict": verdict}
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -203,17 +333,12 @@ def speed_summary(runs):
         allrtt = [x for r in rs for x in r["echo_rtt_s"]]
         s[f] = {
             "runs": len(rs),
-            "boot_s": statistics.median(r["boot_s"] for r in rs),
-            "h2g_s": statistics.median(r["h2g"]["seconds"] for r in rs),
-            "g2h_s": statistics.median(r["g2h"]["seconds"] for r in rs),
-            "echo_rtt_ms": 1000 * statistics.median(statistics.median(r["echo_rtt_s"]) for r in rs),
             "echo_rtt_p10_ms": 1000 * pct(allrtt, 10),
             "echo_rtt_p90_ms": 1000 * pct(allrtt, 90),
-            "canon_s": statistics.median(r["canon"]["seconds"] for r in rs),
             "h2g_lost": sum(r["h2g"]["bytes_lost"] for r in rs),
             "g2h_lost": sum(r["g2h"]["bytes_lost"] for r in rs),
-            "md5_ok": all(r["h2g"]["md5_ok"] and r["g2h"]["md5_ok"] and r["canon"]["md5_ok"]
-                          for r in rs),
+            "zm_lost": sum(r[k]["bytes_lost"] for r in rs for k in ("zm_h2g", "zm_g2h") if k in r),
+            "md5_ok": all(r[k]["md5_ok"] for r in rs for k in TRANSFERS + ("canon",) if k in r),
             "memfree_kb": statistics.median(r["meminfo_after_boot"]["MemFree"] for r in rs),
             "memtotal_kb": statistics.median(r["meminfo_after_boot"]["MemTotal"] for r in rs),
             "free_pcp_kb": statistics.median(r["meminfo_after_boot"]["MemFree"] + PAGE_KB *
@@ -221,20 +346,28 @@ def speed_summary(runs):
             "slab_kb": statistics.median(r["meminfo_after_boot"].get("Slab", 0) for r in rs),
             "vmalloc_kb": statistics.median(r["meminfo_after_boot"].get("VmallocUsed", 0) for r in rs),
         }
-        for k in ("boot_s", "h2g_s", "g2h_s", "canon_s"):
-            vals = [r["boot_s"] if k == "boot_s" else
-                    r[{"h2g_s": "h2g", "g2h_s": "g2h", "canon_s": "canon"}[k]]["seconds"]
-                    for r in rs]
-            s[f][k + "_all"] = vals
+        for fig in SPEED:
+            vals = speed_values(fig, rs)
+            if vals:
+                s[f][fig.key] = statistics.median(vals)
+                s[f][fig.key + "_all"] = vals
     # Alternating runs: run i of B against run i of A, the pair closest in
-    # time (and in machine load); the median of those ratios.
-    ra = [r for r in runs if r["flavour"] == A]
-    rb = [r for r in runs if r["flavour"] == B]
-    get = {"boot_s": lambda r: r["boot_s"], "h2g_s": lambda r: r["h2g"]["seconds"],
-           "g2h_s": lambda r: r["g2h"]["seconds"], "canon_s": lambda r: r["canon"]["seconds"],
-           "echo_rtt_ms": lambda r: statistics.median(r["echo_rtt_s"])}
-    s["pair_ratio"] = {k: statistics.median(g(b) / g(a) for a, b in zip(ra, rb))
-                       for k, g in get.items()} if ra and rb else {}
+    # time (and in machine load); per figure the ratio of each pair, their
+    # spread and the ranking rule's outcome; pair_ratio: their medians.
+    # A pair is a run of A followed at once by a run of B in speed_runs
+    # (main() runs A then B each time): a run whose guest failed leaves its
+    # partner unpaired rather than shifting every later pair.
+    pairs = [(a, b) for a, b in zip(runs, runs[1:]) if a["flavour"] == A and b["flavour"] == B]
+    ra, rb = [a for a, _ in pairs], [b for _, b in pairs]
+    s["spread"] = {}
+    for fig in SPEED:
+        va, vb = speed_values(fig, ra), speed_values(fig, rb)
+        ratios = [b / a for a, b in zip(va or [], vb or []) if a]
+        if ratios:
+            s["spread"][fig.key] = spread(ratios)
+    s["pair_ratio"] = {k: v["median"] for k, v in s["spread"].items()}
+    s["rank_rule"] = (f"ranked on a figure only when at least {RANK_PERCENT}% of the "
+                      "alternating pairs, and at least two, agree on which flavour is faster")
     return s
 
 
@@ -321,31 +454,39 @@ def summary_rows(res):
                      rstr(mb['slab_object_bytes'], ma['slab_object_bytes'])))
         rows.append((f"{what}: vmalloc (VmallocUsed), kB", fmt(ma["vmalloc_kb"]),
                      fmt(mb["vmalloc_kb"]), rstr(mb['vmalloc_kb'], ma['vmalloc_kb'])))
-        rows.append((f"{what}: kernel memory (slab + vmalloc + pages), kB",
-                     fmt(ma["kernel_kb"]), fmt(mb["kernel_kb"]),
-                     rstr(mb['kernel_kb'], ma['kernel_kb'])))
+        if "kernel_bytes" in ma and "kernel_bytes" in mb:
+            rows.append((f"{what}: kernel memory (slab objects + vmalloc + pages), bytes",
+                         fmt(ma["kernel_bytes"]), fmt(mb["kernel_bytes"]),
+                         rstr(mb['kernel_bytes'], ma['kernel_bytes'])))
+        else:  # a results.json from before memsnap
+            rows.append((f"{what}: kernel memory (slab + vmalloc + pages), kB",
+                         fmt(ma["kernel_kb"]), fmt(mb["kernel_kb"]),
+                         rstr(mb['kernel_kb'], ma['kernel_kb'])))
     if sp:
         fa, fb = sp[A]["memfree_kb"], sp[B]["memfree_kb"]
         rows.append(("MemFree after boot to a shell, kB", fmt(fa), fmt(fb), rstr(fb, fa)))
-        for k, what, unit in (("boot_s", "boot to the first shell prompt", "s"),
-                              ("h2g_s", "1 MiB host to guest, raw", "s"),
-                              ("g2h_s", "1 MiB guest to host, raw", "s"),
-                              ("echo_rtt_ms", "echo round trip of one keystroke, canonical", "ms"),
-                              ("canon_s", "200-line canonical read", "s")):
-            if k in ("h2g_s", "g2h_s") and res["transfer_bytes"] != gb.MIB:
-                what = what.replace("1 MiB", f"{res['transfer_bytes'] // 1024} KiB")
-            prec = ".2f" if unit == "ms" else ".3f"
-            pr = sp.get("pair_ratio", {}).get(k)
-            rows.append((f"{what}, {unit} (median)", f"{sp[A][k]:{prec}}", f"{sp[B][k]:{prec}}",
-                         rstr(sp[B][k], sp[A][k]) +
-                         (f" (pairs: {pr:.3f})" if pr is not None and runs_n(res) > 1 else "")))
-        rows.append(("bytes lost, all transfers", str(sp[A]["h2g_lost"] + sp[A]["g2h_lost"]),
-                     str(sp[B]["h2g_lost"] + sp[B]["g2h_lost"]), ""))
+        for fig in SPEED:
+            k = fig.key
+            if k not in sp[A] or k not in sp[B]:
+                continue
+            rows.append((f"{speed_what(fig, res)}, {fig.unit} (median)", f"{sp[A][k]:{fig.prec}}",
+                         f"{sp[B][k]:{fig.prec}}",
+                         rstr(sp[B][k], sp[A][k]) + spread_cell(sp.get("spread", {}).get(k))))
+        rows.append(("bytes lost, all transfers",
+                     *(str(sp[f]["h2g_lost"] + sp[f]["g2h_lost"] + sp[f].get("zm_lost", 0))
+                       for f in (A, B)), ""))
     return rows
 
 
-def runs_n(res):
-    return len(res.get("speed_runs", [])) // 2
+def spread_cell(d):
+    """What the summary's ratio cell adds for a speed figure: the median
+    of the pair ratios, their range and the ranking rule's outcome."""
+    if not d:
+        return ""
+    if d["pairs"] < 2:
+        return " (one pair: too few to rank)"
+    return (f" (pairs: {d['median']:.3f}, {d['min']:.3f}-{d['max']:.3f}; "
+            + (f"{d['faster']} faster" if d["ranked"] else "spread too wide to rank") + ")")
 
 
 def md_table(head, rows):
@@ -381,11 +522,20 @@ def write_report(res, out):
     L.append(f"Result: {status}.")
     L.append("")
     L.append("Speed ratios: the ratio of the medians, and in brackets the median of the "
-             "ratios of each pair of runs made one after the other (closest in machine "
-             "load). On a loaded host the echo round trip is mostly the wait for QEMU to be "
+             f"ratios of each pair of runs made one after the other (run i of {A}, then run i "
+             f"of {B}: closest in machine load), the lowest and highest of those pair ratios, "
+             "and the ranking rule's outcome. Ranking rule: the flavours are ranked on a "
+             f"figure only when at least {RANK_PERCENT}% of the pairs, and at least two, agree "
+             f"on which flavour is faster (pair ratio below 1: {B}, above 1: {A}); otherwise "
+             "the figure does not rank them, whatever the ratio of the medians says. "
+             "On a loaded host the echo round trip is mostly the wait for QEMU to be "
              "scheduled (a few ms when the host is busy, tenths of a ms when it is not), so "
              "its ratio says more about the load during each run than about the TTY layer.")
     L.append("")
+    if sp and sp.get("spread"):
+        L.extend(f"- {fig.short}: {sp['spread'][fig.key]['verdict']}"
+                 for fig in SPEED if fig.key in sp["spread"])
+        L.append("")
 
     # sizes
     L.append("## Static size")
@@ -444,26 +594,44 @@ def write_report(res, out):
         cyc = len(mem[A]["open"]["cycles"]) if "open" in mem[A] else 0
         L.append(f"What the TTY layer allocates for an open port: kernels {MEM[A]} and {MEM[B]} "
                  "(the test flavours plus configs/bench.config, the same for both: "
-                 "CONFIG_SLUB_DEBUG for /proc/slabinfo), booted with "
+                 "CONFIG_SLUB_DEBUG for /proc/slabinfo; uniprocessor), booted with "
                  f"`{res['memory_append']}` and the normal initramfs plus tests/bench/meminit.sh "
-                 "as PID 1, so that nothing holds ttyAMA0 open. slab_debug=F makes every "
-                 "cache a debug cache (no per-CPU slabs), so /proc/slabinfo counts each object. "
-                 f"Each of {cyc} cycles takes snapshots of /proc/meminfo, /proc/slabinfo, "
-                 "/proc/vmallocinfo and /proc/zoneinfo with the port closed, opened "
-                 "(`exec 3<>/dev/ttyAMA0`), after one line out and one line in (`echo` to it, "
-                 "the host answers, `read`), and closed again. Slab and vmalloc figures: each "
-                 "open snapshot against the closed one just before it (exact counters). Page "
-                 "figures: against the closed snapshots before and after it, interpolated to "
-                 "its place in the sequence (the script's shell grows by a few kB with each "
-                 "snapshot). Every figure is the median over the cycles. Slab objects: the sum over the "
-                 "caches of active_objs x objsize; vmalloc: VmallocUsed; free: MemFree plus "
-                 "the pages on the per-CPU free lists (zoneinfo count:, which MemFree leaves "
-                 "out; one CPU, no per-CPU counter drift); user: AnonPages + PageTables + "
-                 "KernelStack (the script's processes); kernel: drop of free - user; pages: "
-                 "kernel - Slab - VmallocUsed, i.e. whole pages such as a transmit or "
-                 "receive buffer. Small figures are within a page or two of noise: compare "
-                 "the slab and vmalloc columns first, they are exact.")
+                 "as PID 1, which mounts /proc and hands PID 1 over to tests/bench/memsnap.c: one "
+                 "process that forks nothing and maps, touches and locks all its memory before "
+                 "it starts, so that between its snapshots only the TTY layer allocates, and "
+                 "nothing holds ttyAMA0 open but it. slab_debug=F makes every cache a debug "
+                 "cache (no per-CPU slabs), so /proc/slabinfo counts each object. "
+                 f"Each of {cyc} cycles takes a snapshot of /proc/meminfo, slabinfo, "
+                 "vmallocinfo, zoneinfo and interrupts with the port closed, one a second after "
+                 "`open(\"/dev/ttyAMA0\", O_RDWR | O_NOCTTY)`, one a second after one line out "
+                 "and one line in (written to the port, answered by the host, read), and one a "
+                 "second after the close (the full TTY layer frees the tty from a work item); "
+                 "a snapshot reads the five files with all of them open, so that their own "
+                 "allocations are the same in every snapshot.")
         L.append("")
+        L.append("Each figure is an opened or after-traffic snapshot against the closed one "
+                 "just before it, counted exactly: slab objects, the sum over the caches of "
+                 "active_objs x objsize; vmalloc, VmallocUsed (by caller from vmallocinfo, its "
+                 "addresses looked up in System.map); taken, the drop of the free pages: the "
+                 "zones' free pages plus their per-CPU free lists (zoneinfo's pages free and "
+                 "count:, printed together under the zone lock; a uniprocessor kernel's counters "
+                 "have no per-CPU differentials); pages, taken minus the slab caches' pages "
+                 "(num_slabs x pagesperslab), vmalloc's and AnonPages + Cached + PageTables "
+                 "(memsnap's own memory, which does not move): the whole pages that the kernel "
+                 "took outside slab caches and vmalloc, such as a transmit buffer or a receive "
+                 "ring; total, slab objects + vmalloc + pages (the objects rather than the slab "
+                 "pages: a cache needs a new page only now and then). The table gives the median "
+                 "over the cycles after the first (the first open also allocates what the port "
+                 "keeps from then on, open or closed: what the first cycle left, below), and the "
+                 "total of each cycle, the first included.")
+        L.append("")
+        for f in (A, B):
+            if not mem[f].get("exact", False):
+                L.append(f"Note: {f}'s pages and totals are not exact: its snapshots come from "
+                         "an SMP kernel (counters with per-CPU differentials) or from the older "
+                         "shell meminit (MemFree and meminfo's Slab only, a shell that grew with "
+                         "each snapshot).")
+                L.append("")
         rows = []
         for tag, what in (("open", "opened"), ("traffic", "after a line in and out")):
             for f in (A, B):
@@ -471,21 +639,58 @@ def write_report(res, out):
                 if not m:
                     continue
                 caches = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m["caches"].items())) or "-"
-                rows.append((what, f, fmt(m["slab_object_bytes"]), caches, fmt(m["vmalloc_kb"]),
-                             fmt(m["vmap_areas"]), fmt(m["slab_pages_kb"]), fmt(m["other_pages_kb"]),
-                             fmt(m["kernel_kb"]), fmt(m["user_kb"])))
+                vmc = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m.get("vmalloc_callers", {}).items()))
+                rows.append((what, f, fmt(m["slab_object_bytes"]), caches,
+                             fmt(m["vmalloc_kb"]) + (f" ({vmc})" if vmc else ""),
+                             fmt(m["pages"]), fmt(m["kernel_bytes"]),
+                             " ".join(fmt(c["kernel_bytes"]) for c in m["cycles"]),
+                             f"{fmt(m['taken_pages'])} ({fmt(m['slab_pages'])})"))
         L.append(md_table(["port", "flavour", "slab objects, bytes", "per cache, bytes",
-                           "VmallocUsed, kB", "vmalloc areas", "Slab pages, kB", "pages, kB",
-                           "kernel, kB", "user, kB"], rows))
+                           "vmalloc, kB (by caller)", "pages (4 KiB)", "total, bytes",
+                           "total, each cycle", "free pages taken (of them slab pages)"], rows))
         L.append("")
+        irq = {f: mem[f]["closed"].get("uart_irq") for f in (A, B)}
         for f in (A, B):
             d = mem[f]["closed_drift"]
             c = mem[f]["closed"]
-            L.append(f"- {f}: with the port closed free {fmt(c['MemFree_kb'])} kB, Slab "
-                     f"{fmt(c['Slab_kb'])} kB, slab objects {fmt(c['slab_object_bytes'])} bytes, "
-                     f"VmallocUsed {fmt(c['VmallocUsed_kb'])} kB; drift of the closed snapshots "
-                     f"from the first to the last cycle: free {d['memfree_kb']:+,} kB, slab objects "
-                     f"{d['slab_object_bytes']:+,} bytes; line read back: {'yes' if mem[f]['line_in_ok'] else 'NO'}.")
+            left = mem[f].get("left_per_cycle", [])
+            first = ", ".join(f"{n} {v:+,}" for n, v in sorted(left[0]["caches"].items())) if left else ""
+            L.append(f"- {f}, port closed: UART interrupt requested "
+                     f"{'-' if irq[f] is None else ('yes' if irq[f] else 'no')} (/proc/interrupts); "
+                     f"free {fmt(c['MemFree_kb'])} kB, Slab {fmt(c['Slab_kb'])} kB, slab objects "
+                     f"{fmt(c['slab_object_bytes'])} bytes, VmallocUsed {fmt(c['VmallocUsed_kb'])} kB. "
+                     "Left allocated by each open/close cycle (closed against the closed before), "
+                     "bytes: " + (" ".join(fmt(x["kernel_bytes"]) for x in left) or "-") +
+                     (f" (the first: {first})" if first else "") +
+                     f"; from the first closed snapshot to the last: {d['kernel_bytes']:+,} bytes, "
+                     f"free {d['memfree_kb']:+,} kB; freed vmalloc areas awaiting vmalloc's lazy "
+                     "purge (vmallocinfo's unpurged vm_area; their vmap_area objects, 40 bytes each, "
+                     "are what a cycle leaves in vmap_area): "
+                     + " ".join(str(x) for x in c.get("vmap_unpurged", [])) +
+                     f"; line read back: {'yes' if mem[f]['line_in_ok'] else 'NO'}.")
+        L.append("")
+        if irq[A] and irq[B] == 0:
+            L.append(f"What stays allocated with the port closed: {A}'s UART interrupt stays "
+                     "requested with the port closed, and its open adds no transmit page: the full "
+                     "TTY layer never shuts a console port down (tty_port_shutdown() returns "
+                     "early for a console port), so what uart_startup() allocated at the kernel's "
+                     "open of /dev/console for init, before PID 1 runs (the 4 KiB transmit page, the "
+                     "IRQ's irqaction and /proc/irq entry), stays allocated after the last close, "
+                     "as does the port's last flip buffer (tty_buffer, allocated by the first line "
+                     f"in: what the first cycle left). None of that is in {A}'s per-open figures; "
+                     "an open of a port that is not the console would take the transmit page too. "
+                     f"{B} shuts the port down at the last close, console or not: its per-open "
+                     "figures hold its two pages (receive ring and transmit buffer), the IRQ and "
+                     "its buffers" +
+                     (", and each close gave back all its open took (0 bytes left by every cycle)."
+                      if all(x["kernel_bytes"] == 0 for x in mem[B].get("left_per_cycle", [1]))
+                      else "."))
+            L.append("")
+    if memory_panels(res):
+        L.append("![What an open port takes, per flavour](memory.svg)")
+        L.append("")
+        L.append("Chart: memory.svg, the open-port figures above as bars, in kB "
+                 "(slab objects too, from their bytes).")
         L.append("")
 
     # speed
@@ -512,13 +717,36 @@ def write_report(res, out):
                  "other (a carriage return every 40, not timed); median per boot.")
         L.append("- canonical read: `stty sane -echo; head -n 200 | md5sum`; 200 lines of 59 bytes "
                  "written at once; time from the first byte to the md5 line.")
+        if res.get("zmodem_bytes"):
+            L.append(f"- ZMODEM: a real file-transfer program on both ends, Debian's lrzsz (the "
+                     f"host's sz and rz, and the arm build in the guest, with the C library of "
+                     f"libc6-armhf-cross: appended to the initramfs of a guest booted for it after "
+                     f"each speed boot). Host to guest: `sz -q -b FILE` on the host, `rz -q -y` in "
+                     f"the guest; guest to host: `sz -q -b FILE` in the guest (the first "
+                     f"{res['zmodem_bytes']} bytes of /bin/busybox), `rz -q -y -b` on the host; "
+                     f"{res['zmodem_bytes']} bytes each way; time from starting the host's program "
+                     f"to its exit; bytes counted and md5 compared on both ends.")
         L.append("")
         rows = []
-        for k, what in (("boot_s", "boot, s"), ("h2g_s", "host to guest, s"),
-                        ("g2h_s", "guest to host, s"), ("canon_s", "200-line canonical read, s")):
+        for fig in SPEED:
+            k = fig.key
+            if k not in sp[A] or k not in sp[B]:
+                continue
+            what = f"{fig.short}, {fig.unit}"
             for f in (A, B):
                 rows.append((what, f, f"{sp[f][k]:.3f}", " ".join(f"{x:.3f}" for x in sp[f][k + "_all"])))
+            d = sp.get("spread", {}).get(k)
+            if d:
+                rows.append((what, f"pair ratios {B} / {A}", f"{d['median']:.3f}",
+                             " ".join(f"{x:.3f}" for x in d["pair_ratios"])))
         L.append(md_table(["figure", "flavour", "median", "every run"], rows))
+        L.append("")
+        L.append("![Every run of each flavour and the ratio of each pair of runs, per figure]"
+                 "(speed.svg)")
+        L.append("")
+        L.append(f"Chart: speed.svg, one panel per figure: every run of each flavour (dots) and "
+                 f"its median (bar) on the figure's axis, and below them the pair ratios "
+                 f"{B} / {A} with a line at 1 (left of it: {B} faster).")
         L.append("")
         rows = []
         for f in (A, B):
@@ -526,9 +754,11 @@ def write_report(res, out):
                          f"{sp[f]['echo_rtt_p90_ms']:.3f}",
                          f"{n / 1024 / sp[f]['h2g_s']:.1f}", f"{n / 1024 / sp[f]['g2h_s']:.1f}",
                          str(sp[f]["h2g_lost"]), str(sp[f]["g2h_lost"]),
+                         str(sp[f].get("zm_lost", "-")),
                          "yes" if sp[f]["md5_ok"] else "NO"))
         L.append(md_table(["flavour", "echo ms (median)", "p10", "p90", "h2g KiB/s", "g2h KiB/s",
-                           "h2g bytes lost", "g2h bytes lost", "checksums right"], rows))
+                           "h2g bytes lost", "g2h bytes lost", "ZMODEM bytes lost",
+                           "checksums right"], rows))
         L.append("")
 
     # machine
@@ -566,12 +796,79 @@ def write_report(res, out):
         f.write("\n".join(L) + "\n")
 
 
+def speed_panels(res):
+    """speed.svg's panels: per speed figure every run of each flavour, the
+    pair ratios and the ranking rule's outcome."""
+    sp = res.get("speed")
+    panels = []
+    for fig in SPEED if sp else ():
+        k = fig.key
+        if k not in sp[A] or k not in sp[B]:
+            continue
+        d = sp.get("spread", {}).get(k)
+        panels.append({"title": f"{speed_what(fig, res)}, {fig.unit}", "unit": fig.unit,
+                       "runs": {f: sp[f][k + "_all"] for f in (A, B)},
+                       "ratios": d["pair_ratios"] if d else [],
+                       "note": d["verdict"] if d else ""})
+    return panels
+
+
+# memory.svg's bars: the label, the figure of mem_analysis() and what
+# takes it to kB
+MEM_BARS = (("slab objects", "slab_object_bytes", 1 / 1024),
+            ("VmallocUsed", "vmalloc_kb", 1),
+            ("Slab pages", "slab_pages_kb", 1),
+            ("pages (free pages taken - slab pages - vmalloc)", "other_pages_kb", 1),
+            ("kernel (slab objects + vmalloc + pages)", "kernel_kb", 1))
+
+
+def memory_panels(res):
+    """memory.svg's panels: the open-port figures of each flavour, port
+    opened and after a line in and out, [] when there are none."""
+    mem = res.get("memory")
+    if not mem or not all(mem.get(f) for f in (A, B)):
+        return []
+    panels = []
+    for tag, what in (("open", "port opened"), ("traffic", "after a line in and out")):
+        if tag not in mem[A] or tag not in mem[B]:
+            continue
+        groups = []
+        for label, key, to_kb in MEM_BARS:
+            if not all(key in mem[f][tag] for f in (A, B)):
+                continue
+            bars = {}
+            for f in (A, B):
+                v = mem[f][tag][key]
+                kb = f"{round(v, 1) or 0.0:,.1f}".removesuffix(".0")  # no "-0.0"
+                bars[f] = (v * to_kb, f"{v:,.0f} bytes" if to_kb != 1 else f"{kb} kB")
+            groups.append((label, bars))
+        if groups:
+            cyc = mem[A][tag].get("median_of", len(mem[A][tag].get("cycles", [])))
+            panels.append((f"{what} (median of {cyc} cycles)" if cyc else what, groups))
+    return panels
+
+
 def write_outputs(res, out):
     with open(os.path.join(out, "bloat-o-meter.txt"), "w") as f:
         f.write(res["sizes"]["bloat_o_meter"]["output"])
     with open(os.path.join(out, "sizes.svg"), "w") as f:
         f.write(svgchart.size_chart({fl: res["sizes"][fl] for fl in (A, B)},
                                     f"TTY/serial layer objects, bytes ({CROSS}size)"))
+    # speed.svg and memory.svg when there are figures for them; no older
+    # chart left behind when there are not
+    charts = {"speed.svg": (speed_panels(res), lambda p: svgchart.speed_chart(
+                  p, (A, B), f"Speed under QEMU: every run and the pair ratios {B} / {A} "
+                  "(lower is faster)")),
+              "memory.svg": (memory_panels(res), lambda p: svgchart.bar_chart(
+                  p, (A, B), f"What an open ttyAMA0 takes in the kernel, kB ({MEM[A]}, {MEM[B]})",
+                  "kB", {f: MEM[f] for f in (A, B)}))}
+    for name, (panels, chart) in charts.items():
+        path = os.path.join(out, name)
+        if panels:
+            with open(path, "w") as f:
+                f.write(chart(panels))
+        elif os.path.exists(path):
+            os.remove(path)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     write_report(res, out)
@@ -613,9 +910,13 @@ def main(argv):
     quick = args.quick
     runs = 1 if quick else max(1, args.runs)
     n = 128 * 1024 if quick else gb.MIB
+    # ZMODEM: a quarter of the raw transfers (sz and rz add their framing
+    # on the same PL011 pace: more would only lengthen the bench)
+    zn = n // 4
     keys = 50 if quick else 200
     cycles = 2 if quick else 5
     res = {"quick": quick, "cmdline": args.cmdline, "runs": runs, "transfer_bytes": n,
+           "zmodem_bytes": zn,
            "keys": keys, "memory_cycles": cycles, "memory_append": gb.MEM_APPEND,
            "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_start": loadavg()}
     t0 = time.monotonic()
@@ -642,8 +943,17 @@ def main(argv):
             except gb.GuestError as e:
                 problems.append(f"speed run {i + 1} of {f}: {e}")
                 continue
+            try:
+                zm = gb.zmodem_run(f, zn)
+            except (gb.GuestError, subprocess.CalledProcessError,
+                    subprocess.TimeoutExpired) as e:
+                problems.append(f"zmodem run {i + 1} of {f}: {e}")
+                continue
+            r["zm_h2g"], r["zm_g2h"] = zm["h2g"], zm["g2h"]
+            r["zm_serial_log"] = zm["serial_log"]
+            r["kernel_problems"] += zm["kernel_problems"]
             speed_runs.append(r)
-            for k in ("h2g", "g2h"):
+            for k in TRANSFERS:
                 if r[k]["bytes_lost"] or not r[k]["md5_ok"]:
                     problems.append(f"{f} run {i + 1}: {k} lost {r[k]['bytes_lost']} bytes, "
                                     f"checksum {'right' if r[k]['md5_ok'] else 'WRONG'}")
@@ -652,11 +962,13 @@ def main(argv):
             if not r["canon"]["md5_ok"]:
                 problems.append(f"{f} run {i + 1}: the 200 lines arrived wrong")
             if r["kernel_problems"]:
-                problems.append(f"{f} run {i + 1}: kernel problems in {r['serial_log']}")
+                problems.append(f"{f} run {i + 1}: kernel problems in {r['serial_log']} "
+                                f"or {r['zm_serial_log']}")
             log(f"  boot {r['boot_s']:.2f} s, h2g {r['h2g']['seconds']:.2f} s "
                 f"(lost {r['h2g']['bytes_lost']}), g2h {r['g2h']['seconds']:.2f} s "
                 f"(lost {r['g2h']['bytes_lost']}), echo {1000 * statistics.median(r['echo_rtt_s']):.2f} ms, "
-                f"canon {r['canon']['seconds']:.2f} s")
+                f"canon {r['canon']['seconds']:.2f} s, zmodem h2g {r['zm_h2g']['seconds']:.2f} s, "
+                f"g2h {r['zm_g2h']['seconds']:.2f} s")
     res["speed_runs"] = speed_runs
     have = {r["flavour"] for r in speed_runs}
     res["speed"] = speed_summary(speed_runs) if have == {A, B} else None

@@ -3,10 +3,15 @@
 speed_run(flavour, ...)  boots one guest and times boot, both 1 MiB raw
                          transfers, the echo round trip and a 200-line
                          canonical read; it also reads /proc/meminfo.
-memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/meminit.sh
-                         and returns its /proc snapshots.
+zmodem_run(flavour, n)   boots one guest with lrzsz and times N bytes
+                         each way with sz and rz (ZMODEM).
+memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/memsnap.c
+                         (after tests/bench/meminit.sh's mounts) and returns
+                         its /proc snapshots.
 """
 
+import bisect
+import glob
 import hashlib
 import os
 import re
@@ -22,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 
 from guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
-from minitty.arch import initramfs  # noqa: E402
+from minitty.arch import flavour_info, initramfs  # noqa: E402
 
 MIB = 1 << 20
 # The guest→host data: the first MiB of the guest's busybox binary (the
@@ -223,6 +228,144 @@ def canon_read(d, lines):
     return {"seconds": t, "lines": n, "md5_ok": md5 == hashlib.md5(lines).hexdigest()}
 
 
+# --- ZMODEM ---------------------------------------------------------------
+# A real file-transfer program on both ends: Debian's lrzsz, sz and rz on
+# the host, the arm build in the guest (its package in sandbox/busybox/,
+# fetched by lib/bench.sh; dynamically linked, so the guest gets the C
+# library of the cross toolchain's libc6-armhf-cross with it).
+CROSS_LIBC = "/usr/arm-linux-gnueabihf/lib"
+
+
+def lrzsz_cpio(tmp):
+    """A gzip'd cpio archive with the guest's /usr/bin/sz and /usr/bin/rz
+    and their C library, to append to an initramfs."""
+    debs = sorted(glob.glob(os.path.join(SANDBOX, "busybox", "lrzsz_*_armhf.deb")))
+    if not debs:
+        raise GuestError("no lrzsz_*_armhf.deb in sandbox/busybox (lib/bench.sh fetches it)")
+    x = os.path.join(tmp, "lrzsz")
+    subprocess.run(["dpkg-deb", "-x", debs[-1], x], check=True)
+    lines = ["dir /usr 755 0 0", "dir /usr/bin 755 0 0", "dir /lib 755 0 0"]
+    # (the package's sz and rz are hard links to sb and rb, which look at
+    # their name: one file each)
+    for name, real in (("sz", "sb"), ("rz", "rb")):
+        lines.append(f"file /usr/bin/{name} {os.path.join(x, 'usr', 'bin', real)} 755 0 0")
+    for lib in ("ld-linux-armhf.so.3", "libc.so.6"):
+        lines.append(f"file /lib/{lib} {os.path.realpath(os.path.join(CROSS_LIBC, lib))} 755 0 0")
+    return cpio_member(tmp, lines)
+
+
+def cpio_member(tmp, lines):
+    """A gzip'd cpio archive of LINES (gen_init_cpio's list format), to
+    append to an initramfs."""
+    fd, lst = tempfile.mkstemp(dir=tmp, suffix=".list")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    tool = os.path.join(SANDBOX, "host", "gen_init_cpio")
+    raw = subprocess.run([tool, lst], stdout=subprocess.PIPE, check=True).stdout
+    return subprocess.run(["gzip", "-n", "-9"], input=raw, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+def scratch_sandbox(tmp, flavour, extra):
+    """A scratch sandbox for FLAVOUR whose initramfs is the real one with
+    EXTRA (gzip'd cpio members: the kernel unpacks each) appended and whose
+    build/ is the real one; lib/qemu.sh takes both from $MINITTY_SANDBOX."""
+    out = initramfs(os.path.join(tmp, "sandbox"), flavour)
+    os.makedirs(os.path.dirname(out))
+    with open(out, "wb") as f, open(initramfs(SANDBOX, flavour), "rb") as b:
+        shutil.copyfileobj(b, f)
+        f.write(extra)
+    os.symlink(os.path.join(SANDBOX, "build"), os.path.join(tmp, "sandbox", "build"))
+    return os.path.join(tmp, "sandbox")
+
+
+def _zmodem_host(g, argv, cwd, timeout):
+    """Run sz or rz (ARGV) on the host with the guest's pty as stdin and
+    stdout (a file of its own: Guest's is non-blocking); its seconds."""
+    fd = os.open(g.pty_path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        t0 = now()
+        r = subprocess.run(argv, stdin=fd, stdout=fd, stderr=subprocess.PIPE,
+                           cwd=cwd, timeout=timeout)
+        t = now() - t0
+    finally:
+        os.close(fd)
+    if r.returncode:
+        raise GuestError(f"{' '.join(argv)} on the host: exit {r.returncode}: "
+                         f"{r.stderr.decode(errors='replace').strip()[-300:]}")
+    return t
+
+
+def zmodem_h2g(d, data, tmp):
+    """sz on the host sends DATA, rz in the guest receives it."""
+    src = os.path.join(tmp, "zm-h2g")
+    with open(src, "wb") as f:
+        f.write(data)
+    tok = d.begin("cd /tmp && rm -f zm-h2g && printf '%s%s\\n' @@RD $T && rz -q -y 2>/dev/null; "
+                  "st=$?; stty sane; wc -c <zm-h2g; md5sum <zm-h2g; rm -f zm-h2g; exit $st")
+    d.take_buf()
+    t = _zmodem_host(d.g, ["sz", "-q", "-b", src], tmp, 1800)
+    out, st = d.end(tok, 120)
+    m = re.search(rb"(\d+)\r*\n[^\n]*?([0-9a-f]{32})", out)
+    got = int(m.group(1)) if m else 0
+    return {"seconds": t, "bytes": len(data), "bytes_received": got,
+            "bytes_lost": len(data) - got, "status": st,
+            "md5_ok": bool(m) and m.group(2).decode() == hashlib.md5(data).hexdigest(),
+            "kib_per_s": len(data) / 1024 / t}
+
+
+def zmodem_g2h(d, n, tmp):
+    """sz in the guest sends the first N bytes of G2H_FILE, rz on the host
+    receives them."""
+    dst = os.path.join(tmp, "g2h")
+    os.makedirs(dst)
+    tok = d.begin(f"cd /tmp && head -c {n} {G2H_FILE} >zm-g2h && printf '%s%s\\n' @@RD $T && "
+                  "sz -q -b zm-g2h 2>/dev/null; st=$?; stty sane; md5sum <zm-g2h; "
+                  "rm -f zm-g2h; exit $st")
+    d.take_buf()
+    t = _zmodem_host(d.g, ["rz", "-q", "-y", "-b"], dst, 1800)
+    out, st = d.end(tok, 120)
+    m = re.search(rb"([0-9a-f]{32})", out)
+    try:
+        with open(os.path.join(dst, "zm-g2h"), "rb") as f:
+            got = f.read()
+    except OSError:
+        got = b""
+    return {"seconds": t, "bytes": n, "bytes_received": len(got),
+            "bytes_lost": n - len(got), "status": st,
+            "md5_ok": bool(m) and m.group(1).decode() == hashlib.md5(got).hexdigest(),
+            "kib_per_s": n / 1024 / t}
+
+
+def zmodem_run(flavour, n, boot_timeout=120):
+    """A guest of FLAVOUR with lrzsz: N bytes each way with ZMODEM."""
+    tmp = tempfile.mkdtemp(prefix="minitty-bench-zm-")
+    old = os.environ.get("MINITTY_SANDBOX")
+    try:
+        os.environ["MINITTY_SANDBOX"] = scratch_sandbox(tmp, flavour, lrzsz_cpio(tmp))
+        g = Guest(flavour, boot_timeout=boot_timeout)
+        try:
+            g.start()
+        finally:
+            if old is None:
+                del os.environ["MINITTY_SANDBOX"]
+            else:
+                os.environ["MINITTY_SANDBOX"] = old
+        try:
+            g.sync(30)
+            d = Driver(g)
+            res = {"flavour": flavour,
+                   "h2g": zmodem_h2g(d, h2g_data(n), tmp),
+                   "g2h": zmodem_g2h(d, n, tmp),
+                   "serial_log": g.serial_log}
+        finally:
+            g.stop()
+        res["kernel_problems"] = g.log_problems()
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
     g = Guest(flavour, boot_timeout=boot_timeout)
     try:
@@ -248,47 +391,75 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
 # --- memory -------------------------------------------------------------
 def bench_initramfs(tmp, flavour, cycles):
     """FLAVOUR's initramfs with tests/bench/meminit.sh appended as
-    /bench/meminit (a second gzip'd cpio member: the kernel unpacks both),
-    in a scratch sandbox whose build/ is the real one."""
-    base = initramfs(SANDBOX, flavour)
-    tool = os.path.join(SANDBOX, "host", "gen_init_cpio")
+    /bench/meminit and tests/bench/memsnap.c, compiled here as the
+    guest programs are (lib/rootfs.sh guest_cc), as /bench/memsnap (a
+    second gzip'd cpio member: the kernel unpacks both), in a scratch
+    sandbox whose build/ is the real one. memsnap is compiled here rather
+    than put in every guest's rootfs: only this boot runs it."""
     with open(os.path.join(HERE, "meminit.sh")) as f:
         script = f.read().replace("@CYCLES@", str(cycles))
     sp = os.path.join(tmp, "meminit")
     with open(sp, "w") as f:
         f.write(script)
-    lst = os.path.join(tmp, "cpio.list")
-    with open(lst, "w") as f:
-        f.write(f"dir /bench 755 0 0\nfile /bench/meminit {sp} 755 0 0\n")
-    extra = subprocess.run([tool, lst], stdout=subprocess.PIPE, check=True).stdout
-    out = initramfs(os.path.join(tmp, "sandbox"), flavour)
-    os.makedirs(os.path.dirname(out))
-    with open(out, "wb") as f, open(base, "rb") as b:
-        shutil.copyfileobj(b, f)
-        f.write(subprocess.run(["gzip", "-n", "-9"], input=extra,
-                               stdout=subprocess.PIPE, check=True).stdout)
-    # lib/qemu.sh takes the kernel and the initramfs from $MINITTY_SANDBOX.
-    os.symlink(os.path.join(SANDBOX, "build"), os.path.join(tmp, "sandbox", "build"))
-    return os.path.join(tmp, "sandbox")
+    info = flavour_info(flavour)
+    prog = os.path.join(tmp, "memsnap")
+    subprocess.run([info["cross"] + "gcc", "-static", "-O2", "-Wall",
+                    f'-DTTY_PATH="/dev/{info["console"]}"', "-o", prog,
+                    os.path.join(HERE, "memsnap.c")], check=True)
+    return scratch_sandbox(tmp, flavour, cpio_member(tmp, [
+        "dir /bench 755 0 0", f"file /bench/meminit {sp} 755 0 0",
+        f"file /bench/memsnap {prog} 755 0 0"]))
 
 
 MEM_APPEND = "rdinit=/bench/meminit slab_debug=F slab_nomerge"
 
 
 def parse_snap(line):
+    """One snapshot line of memsnap (tests/bench/memsnap.c): meminfo
+    {field: kB, and free_pages, pcp_pages, vmap_areas, vmalloc_pages...},
+    slab {cache: (active objects, object size[, pages])} (the pages since
+    memsnap; the shell's meminit gave only the first two), vmalloc
+    {caller address: (pages, areas)}, and got (the line read back)."""
     parts = line.split()
     tag, cyc = parts[0], int(parts[1])
-    mem, slab, other = {}, {}, {}
+    mem, slab, vm, other = {}, {}, {}, {}
     for p in parts[2:]:
         k, _, v = p.partition("=")
         if k.startswith("slab:"):
-            a, _, s = v.partition("*")
-            slab[k[5:]] = (int(a), int(s))
+            slab[k[5:]] = tuple(int(x) for x in v.split("*"))
+        elif k.startswith("vm:"):
+            pages, _, areas = v.partition("*")
+            vm[k[3:]] = (int(pages), int(areas))
         elif k == "got":
             other["got"] = v
         elif v.isdigit():
             mem[k] = int(v)
-    return {"tag": tag, "cycle": cyc, "meminfo": mem, "slab": slab, **other}
+    return {"tag": tag, "cycle": cyc, "meminfo": mem, "slab": slab, "vmalloc": vm, **other}
+
+
+def vmalloc_callers(flavour, snaps):
+    """{caller address: symbol+offset} for the vmalloc callers of SNAPS,
+    from FLAVOUR's System.map (its kernel has no kallsyms: vmallocinfo
+    names a caller by its address)."""
+    addrs = {a for s in snaps for a in s.get("vmalloc", {}) if a.startswith("0x")}
+    syms = []
+    try:
+        with open(os.path.join(SANDBOX, "build", flavour, "System.map")) as f:
+            for ln in f:
+                w = ln.split()
+                # (this Thumb-2 vmlinux has nameless symbols: "00000004 t")
+                if len(w) >= 3 and w[1] in "tTwW":
+                    syms.append((int(w[0], 16), w[2]))
+    except OSError:
+        return {}
+    syms.sort()
+    keys = [a for a, _ in syms]
+    out = {}
+    for a in addrs:
+        i = bisect.bisect_right(keys, int(a, 16)) - 1
+        if i >= 0:
+            out[a] = f"{syms[i][1]}+{int(a, 16) - syms[i][0]:#x}"
+    return out
 
 
 def memory_run(flavour, cycles, boot_timeout=120):
@@ -306,16 +477,25 @@ def memory_run(flavour, cycles, boot_timeout=120):
                 os.environ["MINITTY_SANDBOX"] = old
         try:
             timeout = boot_timeout + cycles * 30
+            out = b""
             for i in range(cycles):
-                g.read_until(re.compile(rb"@@BENCH-RX %d\r*\n" % i), timeout)
+                # (memsnap prints @@BENCH-END at once when it fails)
+                out = g.read_until(re.compile(rb"@@BENCH-RX %d\r*\n|@@BENCH-END" % i), timeout)
+                if out.endswith(b"@@BENCH-END"):
+                    break
                 g.send(b"ping%d\r" % i)
-            out = g.read_until(b"@@BENCH-END", timeout)
+            else:
+                out = g.read_until(b"@@BENCH-END", timeout)
         finally:
             g.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     text = out.decode("utf-8", "replace").replace("\r", "")
+    if "@@BENCH-BEGIN\n" not in text:
+        err = re.findall(r"memsnap: .*", text)
+        raise GuestError(f"{flavour}: " + (err[-1] if err else "no @@BENCH-BEGIN"))
     body = text.split("@@BENCH-BEGIN\n", 1)[1].split("@@BENCH-END")[0]
     snaps = [parse_snap(line) for line in body.splitlines() if line.strip()]
     return {"flavour": flavour, "snapshots": snaps, "serial_log": g.serial_log,
-            "kernel_problems": g.log_problems(), "append": MEM_APPEND}
+            "kernel_problems": g.log_problems(), "append": MEM_APPEND,
+            "vmalloc_callers": vmalloc_callers(flavour, snaps)}
