@@ -40,8 +40,9 @@ DIR/bloat-o-meter.txt:
 Builds what is missing or stale (bin/minitty build, rootfs) before it
 needs it (--no-build: fulltty, minitty and notty as they are).
 Each speed ratio comes with the median and the range of the ratios of the
-alternating pairs; a figure ranks the flavours only when at least 80% of
-the pairs agree on the faster one (else the report says it cannot).
+alternating pairs; a figure ranks the flavours only when a two-sided sign
+test over the pairs gives p < 0.1 (5 pairs: all five agree on the faster
+one; else the report says the spread is too wide to rank them).
 Exit 1 when a transfer lost or changed bytes, a guest failed, or a serial
 log has Oops, BUG, WARNING or Kernel panic. No timing is a pass/fail
 criterion: the figures depend on the machine and its load (both noted).

@@ -14,6 +14,7 @@ and no guest's serial log has Oops, BUG, WARNING or Kernel panic; 1 else.
 import argparse
 import collections
 import json
+import math
 import os
 import platform
 import re
@@ -275,10 +276,19 @@ SPEED = (
 # The transfers whose bytes are counted and checksummed (a run from
 # before the ZMODEM ones lacks them).
 TRANSFERS = ("h2g", "g2h", "zm_h2g", "zm_g2h")
-# The ranking rule: the flavours are ranked on a figure only when at
-# least this share of the alternating pairs, and at least two pairs, agree
-# on which flavour is faster.
-RANK_PERCENT = 80
+# The ranking rule: the flavours are ranked on a figure only when a
+# two-sided sign test over the alternating pairs says the split is
+# unlikely by chance: p below RANK_P. Five pairs rank only when all five
+# agree (p = 2/32); four of five happen by chance 37.5% of the time.
+RANK_P = 0.1
+
+
+def sign_test(k, n):
+    """Two-sided sign test: the chance that N fair coin tosses split at
+    least as unevenly as K of N."""
+    k = max(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 def speed_values(fig, rs):
@@ -307,17 +317,20 @@ def spread(ratios):
     faster_in = {A: sum(x > 1 for x in ratios), B: sum(x < 1 for x in ratios)}
     lead = B if faster_in[B] >= faster_in[A] else A
     agree = faster_in[lead]
-    ranked = n >= 2 and 100 * agree >= RANK_PERCENT * n
+    # (a pair at exactly 1 counts against both)
+    p = sign_test(agree, n)
+    ranked = n >= 2 and p < RANK_P
     rng = f"{min(ratios):.3f}-{max(ratios):.3f}"
     if n < 2:
         verdict = f"one pair of runs (pair ratio {ratios[0]:.3f}): too few to rank"
     elif ranked:
-        verdict = f"{lead} faster in {agree} of {n} pairs (pair ratios {rng})"
+        verdict = f"{lead} faster in {agree} of {n} pairs (sign test p {p:.3f}; pair ratios {rng})"
     else:
         verdict = (f"spread too wide to rank: {agree} of {n} pairs have {lead} faster "
-                   f"(pair ratios {rng})")
+                   f"(sign test p {p:.3f}; pair ratios {rng})")
     return {"pair_ratios": ratios, "pairs": n, "min": min(ratios), "max": max(ratios),
             "median": statistics.median(ratios), "faster_in": faster_in, "agree": agree,
+            "sign_test_p": p,
             "ranked": ranked, "faster": lead if ranked else None, "verdict": verdict}
 
 
@@ -366,8 +379,8 @@ def speed_summary(runs):
         if ratios:
             s["spread"][fig.key] = spread(ratios)
     s["pair_ratio"] = {k: v["median"] for k, v in s["spread"].items()}
-    s["rank_rule"] = (f"ranked on a figure only when at least {RANK_PERCENT}% of the "
-                      "alternating pairs, and at least two, agree on which flavour is faster")
+    s["rank_rule"] = (f"ranked on a figure only when a two-sided sign test over the "
+                      f"alternating pairs gives p below {RANK_P} (five pairs: all five agree)")
     return s
 
 
@@ -525,8 +538,10 @@ def write_report(res, out):
              f"ratios of each pair of runs made one after the other (run i of {A}, then run i "
              f"of {B}: closest in machine load), the lowest and highest of those pair ratios, "
              "and the ranking rule's outcome. Ranking rule: the flavours are ranked on a "
-             f"figure only when at least {RANK_PERCENT}% of the pairs, and at least two, agree "
-             f"on which flavour is faster (pair ratio below 1: {B}, above 1: {A}); otherwise "
+             f"figure only when a two-sided sign test over the pairs (pair ratio below 1: "
+             f"{B} faster, above 1: {A}) gives p below {RANK_P}, i.e. when a split as uneven "
+             "would come by chance less than one time in ten (with five pairs: only when all "
+             "five agree; four of five come by chance 37.5% of the time); otherwise "
              "the figure does not rank them, whatever the ratio of the medians says. "
              "On a loaded host the echo round trip is mostly the wait for QEMU to be "
              "scheduled (a few ms when the host is busy, tenths of a ms when it is not), so "
