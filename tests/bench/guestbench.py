@@ -11,6 +11,7 @@ memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/memsnap.c
 """
 
 import bisect
+import contextlib
 import glob
 import hashlib
 import os
@@ -266,6 +267,21 @@ def cpio_member(tmp, lines):
                           check=True).stdout
 
 
+@contextlib.contextmanager
+def in_sandbox(path):
+    """$MINITTY_SANDBOX set to PATH meanwhile: lib/qemu.sh takes the
+    kernel and the initramfs of the guest it launches from there."""
+    old = os.environ.get("MINITTY_SANDBOX")
+    os.environ["MINITTY_SANDBOX"] = path
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MINITTY_SANDBOX"]
+        else:
+            os.environ["MINITTY_SANDBOX"] = old
+
+
 def scratch_sandbox(tmp, flavour, extra):
     """A scratch sandbox for FLAVOUR whose initramfs is the real one with
     EXTRA (gzip'd cpio members: the kernel unpacks each) appended and whose
@@ -340,17 +356,10 @@ def zmodem_g2h(d, n, tmp):
 def zmodem_run(flavour, n, boot_timeout=120):
     """A guest of FLAVOUR with lrzsz: N bytes each way with ZMODEM."""
     tmp = tempfile.mkdtemp(prefix="minitty-bench-zm-")
-    old = os.environ.get("MINITTY_SANDBOX")
     try:
-        os.environ["MINITTY_SANDBOX"] = scratch_sandbox(tmp, flavour, lrzsz_cpio(tmp))
         g = Guest(flavour, boot_timeout=boot_timeout)
-        try:
+        with in_sandbox(scratch_sandbox(tmp, flavour, lrzsz_cpio(tmp))):
             g.start()
-        finally:
-            if old is None:
-                del os.environ["MINITTY_SANDBOX"]
-            else:
-                os.environ["MINITTY_SANDBOX"] = old
         try:
             g.sync(30)
             d = Driver(g)
@@ -464,17 +473,10 @@ def vmalloc_callers(flavour, snaps):
 
 def memory_run(flavour, cycles, boot_timeout=120):
     tmp = tempfile.mkdtemp(prefix="minitty-bench-")
-    old = os.environ.get("MINITTY_SANDBOX")
     try:
-        os.environ["MINITTY_SANDBOX"] = bench_initramfs(tmp, flavour, cycles)
         g = Guest(flavour, extra_append=MEM_APPEND, boot_timeout=boot_timeout)
-        try:
+        with in_sandbox(bench_initramfs(tmp, flavour, cycles)):
             g.launch()
-        finally:
-            if old is None:
-                del os.environ["MINITTY_SANDBOX"]
-            else:
-                os.environ["MINITTY_SANDBOX"] = old
         try:
             timeout = boot_timeout + cycles * 30
             out = b""
