@@ -348,9 +348,9 @@ def speed_summary(runs):
             "runs": len(rs),
             "echo_rtt_p10_ms": 1000 * pct(allrtt, 10),
             "echo_rtt_p90_ms": 1000 * pct(allrtt, 90),
-            "h2g_lost": sum(r["h2g"]["bytes_lost"] for r in rs),
-            "g2h_lost": sum(r["g2h"]["bytes_lost"] for r in rs),
-            "zm_lost": sum(r[k]["bytes_lost"] for r in rs for k in ("zm_h2g", "zm_g2h") if k in r),
+            # bytes lost per transfer, over the runs that made it
+            "lost": {k: sum(r[k]["bytes_lost"] for r in rs if k in r)
+                     for k in TRANSFERS if any(k in r for r in rs)},
             "md5_ok": all(r[k]["md5_ok"] for r in rs for k in TRANSFERS + ("canon",) if k in r),
             "memfree_kb": statistics.median(r["meminfo_after_boot"]["MemFree"] for r in rs),
             "memtotal_kb": statistics.median(r["meminfo_after_boot"]["MemTotal"] for r in rs),
@@ -486,8 +486,7 @@ def summary_rows(res):
                          f"{sp[B][k]:{fig.prec}}",
                          rstr(sp[B][k], sp[A][k]) + spread_cell(sp.get("spread", {}).get(k))))
         rows.append(("bytes lost, all transfers",
-                     *(str(sp[f]["h2g_lost"] + sp[f]["g2h_lost"] + sp[f].get("zm_lost", 0))
-                       for f in (A, B)), ""))
+                     *(str(sum(sp[f]["lost"].values())) for f in (A, B)), ""))
     return rows
 
 
@@ -768,8 +767,9 @@ def write_report(res, out):
             rows.append((f, f"{sp[f]['echo_rtt_ms']:.3f}", f"{sp[f]['echo_rtt_p10_ms']:.3f}",
                          f"{sp[f]['echo_rtt_p90_ms']:.3f}",
                          f"{n / 1024 / sp[f]['h2g_s']:.1f}", f"{n / 1024 / sp[f]['g2h_s']:.1f}",
-                         str(sp[f]["h2g_lost"]), str(sp[f]["g2h_lost"]),
-                         str(sp[f].get("zm_lost", "-")),
+                         str(sp[f]["lost"]["h2g"]), str(sp[f]["lost"]["g2h"]),
+                         str(sp[f]["lost"]["zm_h2g"] + sp[f]["lost"]["zm_g2h"])
+                         if "zm_h2g" in sp[f]["lost"] else "-",
                          "yes" if sp[f]["md5_ok"] else "NO"))
         L.append(md_table(["flavour", "echo ms (median)", "p10", "p90", "h2g KiB/s", "g2h KiB/s",
                            "h2g bytes lost", "g2h bytes lost", "ZMODEM bytes lost",
