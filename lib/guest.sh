@@ -30,7 +30,7 @@ need_shell() {
 
 # The guest options of boot and run.
 guest_opts() {
-	echo "append|a|ARGS|more kernel command line (after console=PORT rdinit=/init panic=-1)"
+	echo "append|a|ARGS|more kernel command line (after console=PORT, which a console= in ARGS replaces, rdinit=/init panic=-1)"
 	echo "smp||N|CPUs (default 1; 2 for the -smp flavours)"
 	echo "memory|m|M|memory in MiB (default 64)"
 	echo "add||DIR|lay host directory DIR over the guest's root (an archive appended to the initramfs)"

@@ -19,7 +19,8 @@ fi
 # panic=-1: a panicking kernel reboots at once, and -no-reboot makes QEMU
 # exit then, so that a caller sees the panic instead of waiting for a
 # prompt that never comes.
-# (console=: the flavour's arch's serial port, configs/arches)
+# (console=: the flavour's arch's serial port, configs/arches, unless the
+# extra command line has a console= of its own)
 QEMU_APPEND_BASE="rdinit=/init panic=-1"
 
 # add_archive DIR: a gzipped newc archive of DIR's files (owned by root),
@@ -94,6 +95,8 @@ qemu_launch() {
 	qemu=$(arch_field "$arch" qemu)
 	machine=$(arch_field "$arch" machine)
 	console=$(arch_field "$arch" console-arg)
+	# a console= of the caller's replaces the serial port's
+	[[ " $extra" != *" console="* ]] || console=
 	clock=$(guest_clock "$arch" "$sandbox") || return 1
 	mach=(-M "${machine%%,*}")
 	[[ $machine != *,cpu=* ]] || mach+=(-cpu "${machine#*,cpu=}")
@@ -121,7 +124,7 @@ qemu_launch() {
 			-display none -monitor none -no-reboot \
 			-qmp "unix:$run/qmp,server=on,wait=off" \
 			-kernel "$kernel" -initrd "$initrd" \
-			-append "console=$console $QEMU_APPEND_BASE${clock:+ $clock}${extra:+ $extra}" \
+			-append "${console:+console=$console }$QEMU_APPEND_BASE${clock:+ $clock}${extra:+ $extra}" \
 			-chardev "pty,id=ser0,logfile=$log,logappend=off" \
 			-serial chardev:ser0 \
 			-gdb "tcp:127.0.0.1:$port" "${stop[@]}" \
