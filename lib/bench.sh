@@ -28,7 +28,9 @@ DIR/bloat-o-meter.txt:
            pages that opening ttyAMA0 allocates, counted exactly from /proc
            (meminfo, slabinfo, vmallocinfo, zoneinfo) in bench-fulltty and
            bench-minitty guests (configs/bench.config) whose PID 1 is
-           tests/bench/memsnap.c (after tests/bench/meminit.sh's mounts);
+           tests/bench/memsnap.c (after tests/bench/meminit.sh's mounts),
+           ttyAMA0 as the console, then as a port that is not (booted
+           with console=none earlycon);
   speed    N alternating boots (fulltty minitty fulltty ...), medians of:
            boot to the first prompt, 1 MiB host to guest and guest to host
            in raw mode (bytes lost and md5 checked), echo round trip of one

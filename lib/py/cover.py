@@ -270,12 +270,21 @@ def r_memory(data):
         if "kernel_bytes" in m:  # memsnap's exact count
             return f"{n(round(m['kernel_bytes']))} bytes"
         return f"{m['kernel_kb']:.0f} kB"
-    return wrap(
+    text = (
         "Runtime memory per open port (`minitty bench`, after one line in "
         "and one out, median over its open/close cycles): slab objects "
         f"{n(round(a['slab_object_bytes']))} bytes with the full layer, "
         f"{n(round(b['slab_object_bytes']))} with minitty; kernel memory "
-        f"(slab objects, vmalloc and pages) {kernel(a)} and {kernel(b)}.")
+        f"(slab objects, vmalloc and pages) {kernel(a)} and {kernel(b)}")
+    other = res.get("memory_other") or {}
+    if all("traffic" in (other.get(f) or {}) for f in (full, mini)):
+        # the full layer keeps a console port's transmit page after the
+        # last close, so only the other port compares like with like
+        text += (" on the console port, which the full layer never shuts "
+                 "down; on a port that is not the console, "
+                 f"{kernel(other[full]['traffic'])} and "
+                 f"{kernel(other[mini]['traffic'])}")
+    return wrap(text + ".")
 
 
 def r_tests(data):

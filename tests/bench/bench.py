@@ -37,6 +37,13 @@ CROSS = "arm-linux-gnueabihf-"
 A, B = "fulltty", "minitty"          # the two flavours compared
 NOTHING = "notty"                    # CONFIG_TTY=n, no serial at all
 MEM = {A: "bench-" + A, B: "bench-" + B}
+# The memory boots of MEM, one per port (guestbench.MEM_PORTS): the key
+# of their figures in results.json (their snapshots: key + "_raw"), the
+# port, and what the report calls it. The console comes first: a
+# results.json from before the other port has only it.
+MemRun = collections.namedtuple("MemRun", "key port what")
+MEM_RUNS = (MemRun("memory", "console", "console port"),
+            MemRun("memory_other", "other", "port that is not the console"))
 PAGE_KB = 4
 
 
@@ -445,7 +452,7 @@ def fmt(n):
 
 
 def summary_rows(res):
-    sz, sp, mem = res["sizes"], res["speed"], res["memory"]
+    sz, sp = res["sizes"], res["speed"]
     rows = []
     ta, tb = sz[A]["totals"]["dec"], sz[B]["totals"]["dec"]
     rows.append(("TTY/serial layer, dec bytes (`bin/minitty size`)", fmt(ta), fmt(tb), rstr(tb, ta)))
@@ -459,9 +466,12 @@ def summary_rows(res):
     zn = sz[NOTHING]["zimage_bytes"]
     rows.append((f"serial console cost over `{NOTHING}`, zImage bytes", fmt(za - zn), fmt(zb - zn),
                  rstr(zb - zn, za - zn)))
-    if mem and "traffic" in mem[A] and "traffic" in mem[B]:
+    for mk in MEM_RUNS:
+        mem = res.get(mk.key)
+        if not (mem and all("traffic" in mem.get(f, {}) for f in (A, B))):
+            continue
         ma, mb = mem[A]["traffic"], mem[B]["traffic"]
-        what = "open port (after a line in and out)"
+        what = f"open {mk.what} (after a line in and out)"
         rows.append((f"{what}: slab objects, bytes", fmt(ma["slab_object_bytes"]),
                      fmt(mb["slab_object_bytes"]),
                      rstr(mb['slab_object_bytes'], ma['slab_object_bytes'])))
@@ -505,6 +515,73 @@ def md_table(head, rows):
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def mem_tables(L, mem):
+    """The report's tables and notes of one memory boot's figures (MEM of
+    each flavour), appended to L."""
+    for f in (A, B):
+        if not mem[f].get("exact", False):
+            L.append(f"Note: {f}'s pages and totals are not exact: its snapshots come from "
+                     "an SMP kernel (counters with per-CPU differentials) or from the older "
+                     "shell meminit (MemFree and meminfo's Slab only, a shell that grew with "
+                     "each snapshot).")
+            L.append("")
+    rows = []
+    for tag, what in (("open", "opened"), ("traffic", "after a line in and out")):
+        for f in (A, B):
+            m = mem[f].get(tag)
+            if not m:
+                continue
+            caches = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m["caches"].items())) or "-"
+            vmc = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m.get("vmalloc_callers", {}).items()))
+            rows.append((what, f, fmt(m["slab_object_bytes"]), caches,
+                         fmt(m["vmalloc_kb"]) + (f" ({vmc})" if vmc else ""),
+                         fmt(m["pages"]), fmt(m["kernel_bytes"]),
+                         " ".join(fmt(c["kernel_bytes"]) for c in m["cycles"]),
+                         f"{fmt(m['taken_pages'])} ({fmt(m['slab_pages'])})"))
+    L.append(md_table(["port", "flavour", "slab objects, bytes", "per cache, bytes",
+                       "vmalloc, kB (by caller)", "pages (4 KiB)", "total, bytes",
+                       "total, each cycle", "free pages taken (of them slab pages)"], rows))
+    L.append("")
+    irq = {f: mem[f]["closed"].get("uart_irq") for f in (A, B)}
+    for f in (A, B):
+        d = mem[f]["closed_drift"]
+        c = mem[f]["closed"]
+        left = mem[f].get("left_per_cycle", [])
+        first = ", ".join(f"{n} {v:+,}" for n, v in sorted(left[0]["caches"].items())) if left else ""
+        L.append(f"- {f}, port closed: UART interrupt requested "
+                 f"{'-' if irq[f] is None else ('yes' if irq[f] else 'no')} (/proc/interrupts); "
+                 f"free {fmt(c['MemFree_kb'])} kB, Slab {fmt(c['Slab_kb'])} kB, slab objects "
+                 f"{fmt(c['slab_object_bytes'])} bytes, VmallocUsed {fmt(c['VmallocUsed_kb'])} kB. "
+                 "Left allocated by each open/close cycle (closed against the closed before), "
+                 "bytes: " + (" ".join(fmt(x["kernel_bytes"]) for x in left) or "-") +
+                 (f" (the first: {first})" if first else "") +
+                 f"; from the first closed snapshot to the last: {d['kernel_bytes']:+,} bytes, "
+                 f"free {d['memfree_kb']:+,} kB; freed vmalloc areas awaiting vmalloc's lazy "
+                 "purge (vmallocinfo's unpurged vm_area; their vmap_area objects, 40 bytes each, "
+                 "are what a cycle leaves in vmap_area): "
+                 + " ".join(str(x) for x in c.get("vmap_unpurged", [])) +
+                 f"; line read back: {'yes' if mem[f]['line_in_ok'] else 'NO'}.")
+    L.append("")
+    if irq[A] and irq[B] == 0:
+        L.append(f"What stays allocated with the port closed: {A}'s UART interrupt stays "
+                 "requested with the port closed, and its open adds no transmit page: the full "
+                 "TTY layer never shuts a console port down (tty_port_shutdown() returns "
+                 "early for a console port), so what uart_startup() allocated at the kernel's "
+                 "open of /dev/console for init, before PID 1 runs (the 4 KiB transmit page, the "
+                 "IRQ's irqaction and /proc/irq entry), stays allocated after the last close, "
+                 "as does the port's last flip buffer (tty_buffer, allocated by the first line "
+                 f"in: what the first cycle left). None of that is in {A}'s per-open figures; "
+                 "an open of a port that is not the console takes the transmit page too (below, "
+                 "when measured). "
+                 f"{B} shuts the port down at the last close, console or not: its per-open "
+                 "figures hold its two pages (receive ring and transmit buffer), the IRQ and "
+                 "its buffers" +
+                 (", and each close gave back all its open took (0 bytes left by every cycle)."
+                  if all(x["kernel_bytes"] == 0 for x in mem[B].get("left_per_cycle", [1]))
+                  else "."))
+        L.append("")
 
 
 def write_report(res, out):
@@ -639,67 +716,21 @@ def write_report(res, out):
                  "keeps from then on, open or closed: what the first cycle left, below), and the "
                  "total of each cycle, the first included.")
         L.append("")
-        for f in (A, B):
-            if not mem[f].get("exact", False):
-                L.append(f"Note: {f}'s pages and totals are not exact: its snapshots come from "
-                         "an SMP kernel (counters with per-CPU differentials) or from the older "
-                         "shell meminit (MemFree and meminfo's Slab only, a shell that grew with "
-                         "each snapshot).")
+        for mk in MEM_RUNS:
+            if all(res.get(mk.key) and res[mk.key].get(f) for f in (A, B)):
+                L.append(f"### The {mk.what}")
                 L.append("")
-        rows = []
-        for tag, what in (("open", "opened"), ("traffic", "after a line in and out")):
-            for f in (A, B):
-                m = mem[f].get(tag)
-                if not m:
-                    continue
-                caches = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m["caches"].items())) or "-"
-                vmc = ", ".join(f"{n} {v:+,.0f}" for n, v in sorted(m.get("vmalloc_callers", {}).items()))
-                rows.append((what, f, fmt(m["slab_object_bytes"]), caches,
-                             fmt(m["vmalloc_kb"]) + (f" ({vmc})" if vmc else ""),
-                             fmt(m["pages"]), fmt(m["kernel_bytes"]),
-                             " ".join(fmt(c["kernel_bytes"]) for c in m["cycles"]),
-                             f"{fmt(m['taken_pages'])} ({fmt(m['slab_pages'])})"))
-        L.append(md_table(["port", "flavour", "slab objects, bytes", "per cache, bytes",
-                           "vmalloc, kB (by caller)", "pages (4 KiB)", "total, bytes",
-                           "total, each cycle", "free pages taken (of them slab pages)"], rows))
-        L.append("")
-        irq = {f: mem[f]["closed"].get("uart_irq") for f in (A, B)}
-        for f in (A, B):
-            d = mem[f]["closed_drift"]
-            c = mem[f]["closed"]
-            left = mem[f].get("left_per_cycle", [])
-            first = ", ".join(f"{n} {v:+,}" for n, v in sorted(left[0]["caches"].items())) if left else ""
-            L.append(f"- {f}, port closed: UART interrupt requested "
-                     f"{'-' if irq[f] is None else ('yes' if irq[f] else 'no')} (/proc/interrupts); "
-                     f"free {fmt(c['MemFree_kb'])} kB, Slab {fmt(c['Slab_kb'])} kB, slab objects "
-                     f"{fmt(c['slab_object_bytes'])} bytes, VmallocUsed {fmt(c['VmallocUsed_kb'])} kB. "
-                     "Left allocated by each open/close cycle (closed against the closed before), "
-                     "bytes: " + (" ".join(fmt(x["kernel_bytes"]) for x in left) or "-") +
-                     (f" (the first: {first})" if first else "") +
-                     f"; from the first closed snapshot to the last: {d['kernel_bytes']:+,} bytes, "
-                     f"free {d['memfree_kb']:+,} kB; freed vmalloc areas awaiting vmalloc's lazy "
-                     "purge (vmallocinfo's unpurged vm_area; their vmap_area objects, 40 bytes each, "
-                     "are what a cycle leaves in vmap_area): "
-                     + " ".join(str(x) for x in c.get("vmap_unpurged", [])) +
-                     f"; line read back: {'yes' if mem[f]['line_in_ok'] else 'NO'}.")
-        L.append("")
-        if irq[A] and irq[B] == 0:
-            L.append(f"What stays allocated with the port closed: {A}'s UART interrupt stays "
-                     "requested with the port closed, and its open adds no transmit page: the full "
-                     "TTY layer never shuts a console port down (tty_port_shutdown() returns "
-                     "early for a console port), so what uart_startup() allocated at the kernel's "
-                     "open of /dev/console for init, before PID 1 runs (the 4 KiB transmit page, the "
-                     "IRQ's irqaction and /proc/irq entry), stays allocated after the last close, "
-                     "as does the port's last flip buffer (tty_buffer, allocated by the first line "
-                     f"in: what the first cycle left). None of that is in {A}'s per-open figures; "
-                     "an open of a port that is not the console would take the transmit page too. "
-                     f"{B} shuts the port down at the last close, console or not: its per-open "
-                     "figures hold its two pages (receive ring and transmit buffer), the IRQ and "
-                     "its buffers" +
-                     (", and each close gave back all its open took (0 bytes left by every cycle)."
-                      if all(x["kernel_bytes"] == 0 for x in mem[B].get("left_per_cycle", [1]))
-                      else "."))
-            L.append("")
+                if mk.port != "console":
+                    L.append(f"The same boots with `{gb.MEM_PORTS[mk.port]}` added to the command "
+                             "line: it names no console, so the UART's console is never "
+                             "registered and ttyAMA0 is an ordinary port (earlycon keeps the "
+                             "kernel's messages on the serial log). Both layers shut such a port "
+                             "down at its last close, the full one freeing its transmit page too "
+                             "(it keeps the port's flip buffer: what its first cycle left, below), "
+                             "so these figures compare like with like.")
+                    L.append("")
+                mem_tables(L, res[mk.key])
+
     if memory_panels(res):
         L.append("![What an open port takes, per flavour](memory.svg)")
         L.append("")
@@ -838,15 +869,17 @@ MEM_BARS = (("slab objects", "slab_object_bytes", 1 / 1024),
 
 
 def memory_panels(res):
-    """memory.svg's panels: the open-port figures of each flavour, port
-    opened and after a line in and out, [] when there are none."""
-    mem = res.get("memory")
-    if not mem or not all(mem.get(f) for f in (A, B)):
-        return []
+    """memory.svg's panels: the open-port figures of each flavour and
+    port (MEM_RUNS), opened and after a line in and out, [] when there
+    are none."""
     panels = []
-    for tag, what in (("open", "port opened"), ("traffic", "after a line in and out")):
-        if tag not in mem[A] or tag not in mem[B]:
+    for mk, tag, what in ((mk, tag, what) for mk in MEM_RUNS
+                          for tag, what in (("open", "opened"),
+                                            ("traffic", "after a line in and out"))):
+        mem = res.get(mk.key)
+        if not mem or not all(tag in (mem.get(f) or {}) for f in (A, B)):
             continue
+        what = f"{mk.what}, {what}"
         groups = []
         for label, key, to_kb in MEM_BARS:
             if not all(key in mem[f][tag] for f in (A, B)):
@@ -899,8 +932,10 @@ def reanalyse(out):
     write the report again. Nothing is measured."""
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
-    if res.get("memory_raw") and all(f in res["memory_raw"] for f in (A, B)):
-        res["memory"] = {f: mem_analysis(res["memory_raw"][f]) for f in (A, B)}
+    for mk in MEM_RUNS:
+        raw = res.get(mk.key + "_raw")
+        if raw and all(f in raw for f in (A, B)):
+            res[mk.key] = {f: mem_analysis(raw[f]) for f in (A, B)}
     if res.get("speed_runs"):
         res["speed"] = speed_summary(res["speed_runs"])
     res["reanalysed"] = (time.strftime("%Y-%m-%d %H:%M:%S %Z") + ", " +
@@ -988,23 +1023,25 @@ def main(argv):
     have = {r["flavour"] for r in speed_runs}
     res["speed"] = speed_summary(speed_runs) if have == {A, B} else None
 
-    log(f"memory: {MEM[A]} and {MEM[B]}, {cycles} open/close cycles each")
-    res["memory"], res["memory_raw"] = {}, {}
-    for f in (A, B):
-        try:
-            ensure_built(MEM[f])
-            run = gb.memory_run(MEM[f], cycles)
-            res["memory_raw"][f] = run
-            res["memory"][f] = mem_analysis(run)
-        except (gb.GuestError, subprocess.CalledProcessError, KeyError, IndexError,
-                ValueError, statistics.StatisticsError) as e:
-            problems.append(f"memory boot of {MEM[f]}: {type(e).__name__}: {e}")
-            res["memory"] = None
-            break
-        if run["kernel_problems"]:
-            problems.append(f"{MEM[f]}: kernel problems in {run['serial_log']}")
-        if not res["memory"][f]["line_in_ok"]:
-            problems.append(f"{MEM[f]}: the line sent to the open port was not read back")
+    for mk in MEM_RUNS:
+        log(f"memory, {mk.what}: {MEM[A]} and {MEM[B]}, {cycles} open/close cycles each")
+        res[mk.key], res[mk.key + "_raw"] = {}, {}
+        for f in (A, B):
+            try:
+                ensure_built(MEM[f])
+                run = gb.memory_run(MEM[f], cycles, port=mk.port)
+                res[mk.key + "_raw"][f] = run
+                res[mk.key][f] = mem_analysis(run)
+            except (gb.GuestError, subprocess.CalledProcessError, KeyError, IndexError,
+                    ValueError, statistics.StatisticsError) as e:
+                problems.append(f"memory boot of {MEM[f]} ({mk.what}): {type(e).__name__}: {e}")
+                res[mk.key] = None
+                break
+            if run["kernel_problems"]:
+                problems.append(f"{MEM[f]}: kernel problems in {run['serial_log']}")
+            if not res[mk.key][f]["line_in_ok"]:
+                problems.append(f"{MEM[f]} ({mk.what}): the line sent to the open port was "
+                                "not read back")
 
     # the bench-* kernels may have been built only now
     res["machine"]["kernel_release"] = machine()["kernel_release"]

@@ -7,7 +7,8 @@ zmodem_run(flavour, n)   boots one guest with lrzsz and times N bytes
                          each way with sz and rz (ZMODEM).
 memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/memsnap.c
                          (after tests/bench/meminit.sh's mounts) and returns
-                         its /proc snapshots.
+                         its /proc snapshots; port="other" boots it with
+                         the port not the console (MEM_PORTS).
 """
 
 import bisect
@@ -421,6 +422,13 @@ def bench_initramfs(tmp, flavour, cycles):
 
 
 MEM_APPEND = "rdinit=/bench/meminit slab_debug=F slab_nomerge"
+# The ports of the memory boots, by what their command line adds: the
+# serial console (lib/qemu.sh's console=), and the same port when it is
+# not the console. console=none names no console, so the UART driver's
+# is never registered (a console= of the caller's replaces lib/qemu.sh's)
+# and the port is an ordinary one; earlycon keeps the kernel's messages
+# on the serial log, which is checked as every guest's.
+MEM_PORTS = {"console": "", "other": "console=none earlycon"}
 
 
 def parse_snap(line):
@@ -471,10 +479,11 @@ def vmalloc_callers(flavour, snaps):
     return out
 
 
-def memory_run(flavour, cycles, boot_timeout=120):
+def memory_run(flavour, cycles, port="console", boot_timeout=120):
+    append = " ".join(a for a in (MEM_APPEND, MEM_PORTS[port]) if a)
     tmp = tempfile.mkdtemp(prefix="minitty-bench-")
     try:
-        g = Guest(flavour, extra_append=MEM_APPEND, boot_timeout=boot_timeout)
+        g = Guest(flavour, extra_append=append, boot_timeout=boot_timeout)
         with in_sandbox(bench_initramfs(tmp, flavour, cycles)):
             g.launch()
         try:
@@ -499,5 +508,5 @@ def memory_run(flavour, cycles, boot_timeout=120):
     body = text.split("@@BENCH-BEGIN\n", 1)[1].split("@@BENCH-END")[0]
     snaps = [parse_snap(line) for line in body.splitlines() if line.strip()]
     return {"flavour": flavour, "snapshots": snaps, "serial_log": g.serial_log,
-            "kernel_problems": g.log_problems(), "append": MEM_APPEND,
+            "kernel_problems": g.log_problems(), "append": append, "port": port,
             "vmalloc_callers": vmalloc_callers(flavour, snaps)}
