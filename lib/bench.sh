@@ -72,9 +72,9 @@ cmd_bench() {
 	done
 	build_rootfs >/dev/null
 	gen_init_cpio >/dev/null
-	# The guest's sz and rz for the ZMODEM transfers (bench.py appends
-	# them, with the C library of libc6-armhf-cross, to the initramfs).
-	[[ -n $(guest_deb lrzsz arm) ]] || fetch_guest_deb lrzsz arm
+	# The guest's sz and rz for the ZMODEM transfers (bench.py lays them
+	# over the guest's root, as boot --lrzsz).
+	lrzsz_dir arm >/dev/null
 	mkdir -p "$out"
 	say "bench${OPT_quick:+ --quick}: report in ${out#"$MINITTY_ROOT"/}"
 	python3 "$BENCH_PY" --out "$out" --runs "$runs" "${args[@]}" \

@@ -34,6 +34,7 @@ guest_opts() {
 	echo "smp||N|CPUs (default 1; 2 for the -smp flavours)"
 	echo "memory|m|M|memory in MiB (default 64)"
 	echo "add||DIR|lay host directory DIR over the guest's root (an archive appended to the initramfs)"
+	echo "lrzsz|||lay Debian's lrzsz (sz, rz) and its C library over the guest's root: file transfer with picocom"
 }
 # guest_opts_check CMD: usage errors for the guest options; sets ADD_DIRS.
 declare -a ADD_DIRS=()
@@ -45,6 +46,15 @@ guest_opts_check() {
 		[[ -d $OPT_add ]] || usage_error "$1: --add $OPT_add: not a directory"
 		ADD_DIRS=("$(cd "$OPT_add" && pwd)")
 	fi
+}
+
+# guest_lrzsz FLAVOUR: with --lrzsz, FLAVOUR's arch's lrzsz_dir joins
+# ADD_DIRS.
+guest_lrzsz() {
+	local d
+	[[ -n ${OPT_lrzsz:-} ]] || return 0
+	d=$(lrzsz_dir "$(flavour_arch "$1")")
+	ADD_DIRS+=("$d")
 }
 
 need_running() {
@@ -62,7 +72,8 @@ boot_options() {
 boot_help() {
 	cat <<EOF
 usage: minitty boot [--flavour F] [--gdb-wait] [--no-attach] [--login]
-                    [--append ARGS] [--smp N] [--memory M] [--add DIR] [--no-build]
+                    [--append ARGS] [--smp N] [--memory M] [--add DIR] [--lrzsz]
+                    [--no-build]
 Start the QEMU of F's arch (configs/arches: qemu-system-arm -M virt
 -cpu cortex-a15, qemu-system-x86_64 -M pc, qemu-system-aarch64 -M virt
 -cpu cortex-a53; 64 MiB) on F's kernel image
@@ -73,6 +84,10 @@ attaches picocom ($PICOCOM_HELP; the guest keeps running); otherwise (or
 with --no-attach) returns once the guest shows its prompt. A guest that
 does not boot is stopped and the serial log's tail shown; a panic ends it
 at once (panic=-1). Refused for a flavour without a shell (configs/flavours).
+File transfer (--lrzsz): in picocom, C-a C-s sends a host file with the
+host's sz, which starts rz in the guest's shell; to receive, run sz FILE
+in the guest, then C-a C-r (the host's rz writes it to the current
+directory). --lrzsz fetches the arch's lrzsz package the first time.
 EOF
 	options_help boot
 }
@@ -89,6 +104,7 @@ cmd_boot() {
 		die "boot: a guest is already running ($(cat "$RUN_DIR/flavour"), pid $(cat "$RUN_DIR/pid")); minitty stop first"
 	fi
 	guest_prepare "$flavour"
+	guest_lrzsz "$flavour"
 	rm -rf "$RUN_DIR"
 	log=$LOGS/serial-boot-$flavour-$(date +%Y%m%d-%H%M%S)-$$.log
 	local append=${OPT_login:+minitty.login=1}
@@ -296,7 +312,8 @@ run_options() {
 run_help() {
 	cat <<EOF
 usage: minitty run [--flavour F] [--login] [--timeout S] [--append ARGS]
-                   [--smp N] [--memory M] [--add DIR] [--no-build] -- CMD [ARG...]
+                   [--smp N] [--memory M] [--add DIR] [--lrzsz] [--no-build]
+                   -- CMD [ARG...]
 Build F when it is stale, boot a guest of its own (the one of boot is not
 touched), run CMD in its shell over the serial line, print CMD's output as
 it comes (bytes as they are; the serial line turns \n into \r\n, run
@@ -325,11 +342,15 @@ cmd_run() {
 		usage_error "run: --timeout needs seconds, not '${OPT_timeout}'"
 	# A kernel that does not build cannot be tested: 125 (git bisect skips).
 	errexit_run guest_prepare "$flavour" "$NO_BUILD" >&2 || exit 125
+	guest_lrzsz "$flavour"
+	local d
 	local -a opts=(--flavour "$flavour" --timeout "${OPT_timeout:-600}"
 		--memory "${OPT_memory:-64}")
 	[[ -n ${OPT_smp:-} ]] && opts+=(--smp "$OPT_smp")
 	[[ -n ${OPT_login:-} ]] && opts+=(--login)
 	[[ -n ${OPT_append:-} ]] && opts+=(--append "$OPT_append")
-	((${#ADD_DIRS[@]})) && opts+=(--add "${ADD_DIRS[0]}")
+	for d in "${ADD_DIRS[@]}"; do
+		opts+=(--add "$d")
+	done
 	exec "$PYTHON" "$GUEST_PY" run "${opts[@]}" -- "${ARGS[@]}"
 }

@@ -114,6 +114,64 @@ build_rootfs() {
 	step "done" "${image#"$MINITTY_ROOT"/}"
 }
 
+# lrzsz_dir ARCH: print the directory that --lrzsz lays over an ARCH
+# guest's root (sandbox/rootfs/ARCH-lrzsz): Debian's lrzsz of ARCH, sz and
+# rz in /usr/bin (sb, sx, rb and rx: links, the programs go by their
+# name), and the C library they link: the loader where their
+# PT_INTERP names it and libc.so.6 in /lib, from ARCH's cross libc6 (the
+# host's for the host's arch). The guests' own programs are static; these
+# are Debian's. Fetches the package into sandbox/busybox/ the first time;
+# rebuilt when the package or the library changes (under a lock). Steps
+# on stderr.
+lrzsz_dir() {
+	local arch=$1 deb dir cross libdir interp key x n
+	deb=$(guest_deb lrzsz "$arch")
+	if [[ -z $deb ]]; then
+		fetch_guest_deb lrzsz "$arch" >&2
+		deb=$(guest_deb lrzsz "$arch")
+		[[ -n $deb ]] || die "lrzsz: no lrzsz package of $arch in sandbox/busybox"
+	fi
+	cross=$(arch_field "$arch" cross)
+	if [[ -z $cross ]]; then
+		libdir=/lib/$(gcc -print-multiarch)
+	else
+		libdir=/usr/${cross%-}/lib
+	fi
+	[[ -f $libdir/libc.so.6 ]] || die "lrzsz: no $libdir/libc.so.6 (minitty setup installs it)"
+	dir=$(rootfs_dir "$arch")-lrzsz
+	key="$(basename "$deb") $(sha256sum <"$libdir/libc.so.6" | cut -c1-16)"
+	lock "$dir.lock"
+	if [[ -f $dir/.key && $(cat "$dir/.key") == "$key" ]]; then
+		unlock
+		echo "$dir"
+		return 0
+	fi
+	step lrzsz "$(basename "$deb") and $libdir's C library: ${dir#"$MINITTY_ROOT"/}" >&2
+	x=$(mktemp -d)
+	# shellcheck disable=SC2064 # expand now: x is local
+	trap "rm -rf '$x'" RETURN
+	dpkg-deb -x "$deb" "$x/deb"
+	mkdir -p "$x/root/usr/bin" "$x/root/lib"
+	for n in sz rz; do
+		cp "$x/deb/usr/bin/$n" "$x/root/usr/bin/$n"
+	done
+	ln -s sz "$x/root/usr/bin/sb"
+	ln -s sz "$x/root/usr/bin/sx"
+	ln -s rz "$x/root/usr/bin/rb"
+	ln -s rz "$x/root/usr/bin/rx"
+	interp=$(LC_ALL=C readelf -l "$x/deb/usr/bin/sz" |
+		sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+	[[ $interp == /* ]] || die "lrzsz: no program interpreter in $(basename "$deb")'s sz"
+	mkdir -p "$x/root${interp%/*}"
+	cp -L "$libdir/${interp##*/}" "$x/root$interp"
+	cp -L "$libdir/libc.so.6" "$x/root/lib/libc.so.6"
+	echo "$key" >"$x/root/.key"
+	rm -rf "$dir"
+	mv "$x/root" "$dir"
+	unlock
+	echo "$dir"
+}
+
 # gen_init_cpio is built from the kernel tree with the host compiler.
 gen_init_cpio() {
 	local tool=$SANDBOX/host/gen_init_cpio src=$SANDBOX/linux/usr/gen_init_cpio.c

@@ -48,6 +48,16 @@ all_packages() {
 
 # busybox_pkg ARCH: the guest's busybox (Debian's, of ARCH's debarch).
 busybox_pkg() { echo "busybox-static:$(arch_field "$1" debarch)"; }
+# The Debian packages of each arch's guests, kept in sandbox/busybox/:
+# busybox-static (their root) and lrzsz (boot --lrzsz, the bench's ZMODEM).
+GUEST_DEBS=(busybox-static lrzsz)
+# guest_pkgs ARCH: those packages, of ARCH's debarch.
+guest_pkgs() {
+	local p
+	for p in "${GUEST_DEBS[@]}"; do
+		echo "$p:$(arch_field "$1" debarch)"
+	done
+}
 
 setup_options() {
 	echo "arch||ARCH[,ARCH...]|also set up these opt-in arches (configs/arches, column setup)"
@@ -56,11 +66,11 @@ setup_help() {
 	local a optin=""
 	for a in $(arch_names); do
 		[[ $(arch_field "$a" setup) == always ]] ||
-			optin+="${optin:+; }$a: $(arch_packages "$a") $(busybox_pkg "$a")"
+			optin+="${optin:+; }$a: $(arch_packages "$a") $(guest_pkgs "$a" | paste -sd' ')"
 	done
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup [--arch ARCH[,ARCH...]]
-Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static of each arch that configs/arches sets up always ($(for a in $(setup_arches); do busybox_pkg "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/ for the guests' root. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, sz, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static and lrzsz of each arch that configs/arches sets up always ($(for a in $(setup_arches); do guest_pkgs "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/, for the guests' root and boot --lrzsz. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, sz, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -92,7 +102,7 @@ cmd_setup() {
 # nothing is missing (build and rootfs call it, so that `boot` alone is
 # enough).
 setup_host() {
-	local mode=$1 p a missing=() updated="" no_busybox=""
+	local mode=$1 p a missing=() updated="" no_deb=()
 	shift
 	local -a all arches
 	local -A have=()
@@ -106,9 +116,11 @@ setup_host() {
 		[[ -n ${have[$p]:-} ]] || missing+=("$p")
 	done
 	for a in "${arches[@]}"; do
-		[[ -n $(busybox_deb "$a") ]] || no_busybox+=" $a"
+		for p in "${GUEST_DEBS[@]}"; do
+			[[ -n $(guest_deb "$p" "$a") ]] || no_deb+=("$p $a")
+		done
 	done
-	[[ $mode == quiet && ${#missing[@]} -eq 0 && -z $no_busybox ]] && return 0
+	[[ $mode == quiet && ${#missing[@]} -eq 0 && ${#no_deb[@]} -eq 0 ]] && return 0
 	if ((${#missing[@]})); then
 		# What was installed is checked below, even from a quiet setup.
 		mode=loud
@@ -119,8 +131,8 @@ setup_host() {
 			as_root env DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y --no-install-recommends "${missing[@]}"
 	fi
-	for a in $no_busybox; do
-		fetch_busybox "$a" "$updated"
+	for p in "${no_deb[@]}"; do
+		fetch_guest_deb "${p% *}" "${p#* }" "$updated"
 		updated=1
 	done
 	step setup "host ready"
@@ -145,13 +157,16 @@ apt_update() {
 	warn "apt-get update failed 3 times (log: $log): going on with the package lists there are"
 }
 
-# fetch_busybox ARCH [UPDATED]: ARCH's busybox-static into sandbox/busybox/.
-fetch_busybox() { fetch_guest_deb busybox-static "$@"; }
 
 # guest_deb PKG [ARCH]: the Debian package PKG of ARCH (default arm) in
-# sandbox/busybox/, where the guests' packages are kept.
+# sandbox/busybox/, where the guests' packages are kept; nothing (and
+# success) when there is none.
 guest_deb() {
-	compgen -G "$SANDBOX/busybox/${1}_*_$(arch_field "${2:-arm}" debarch).deb" | head -n 1
+	local p
+	for p in "$SANDBOX/busybox/${1}_"*"_$(arch_field "${2:-arm}" debarch).deb"; do
+		[[ -e $p ]] && { echo "$p"; break; }
+	done
+	return 0
 }
 
 # fetch_guest_deb PKG ARCH [UPDATED]: the Debian package PKG of ARCH's

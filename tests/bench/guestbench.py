@@ -12,8 +12,6 @@ memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/memsnap.c
 """
 
 import bisect
-import contextlib
-import glob
 import hashlib
 import os
 import re
@@ -29,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 
 from guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
-from minitty.arch import flavour_info, initramfs  # noqa: E402
+from minitty.arch import flavour_arch, flavour_info  # noqa: E402
 
 MIB = 1 << 20
 # The guest→host data: the first MiB of the guest's busybox binary (the
@@ -232,68 +230,9 @@ def canon_read(d, lines):
 
 # --- ZMODEM ---------------------------------------------------------------
 # A real file-transfer program on both ends: Debian's lrzsz, sz and rz on
-# the host, the arm build in the guest (its package in sandbox/busybox/,
-# fetched by lib/bench.sh; dynamically linked, so the guest gets the C
-# library of the cross toolchain's libc6-armhf-cross with it).
-CROSS_LIBC = "/usr/arm-linux-gnueabihf/lib"
-
-
-def lrzsz_cpio(tmp):
-    """A gzip'd cpio archive with the guest's /usr/bin/sz and /usr/bin/rz
-    and their C library, to append to an initramfs."""
-    debs = sorted(glob.glob(os.path.join(SANDBOX, "busybox", "lrzsz_*_armhf.deb")))
-    if not debs:
-        raise GuestError("no lrzsz_*_armhf.deb in sandbox/busybox (lib/bench.sh fetches it)")
-    x = os.path.join(tmp, "lrzsz")
-    subprocess.run(["dpkg-deb", "-x", debs[-1], x], check=True)
-    lines = ["dir /usr 755 0 0", "dir /usr/bin 755 0 0", "dir /lib 755 0 0"]
-    # (the package's sz and rz are hard links to sb and rb, which look at
-    # their name: one file each)
-    for name, real in (("sz", "sb"), ("rz", "rb")):
-        lines.append(f"file /usr/bin/{name} {os.path.join(x, 'usr', 'bin', real)} 755 0 0")
-    for lib in ("ld-linux-armhf.so.3", "libc.so.6"):
-        lines.append(f"file /lib/{lib} {os.path.realpath(os.path.join(CROSS_LIBC, lib))} 755 0 0")
-    return cpio_member(tmp, lines)
-
-
-def cpio_member(tmp, lines):
-    """A gzip'd cpio archive of LINES (gen_init_cpio's list format), to
-    append to an initramfs."""
-    fd, lst = tempfile.mkstemp(dir=tmp, suffix=".list")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    tool = os.path.join(SANDBOX, "host", "gen_init_cpio")
-    raw = subprocess.run([tool, lst], stdout=subprocess.PIPE, check=True).stdout
-    return subprocess.run(["gzip", "-n", "-9"], input=raw, stdout=subprocess.PIPE,
-                          check=True).stdout
-
-
-@contextlib.contextmanager
-def in_sandbox(path):
-    """$MINITTY_SANDBOX set to PATH meanwhile: lib/qemu.sh takes the
-    kernel and the initramfs of the guest it launches from there."""
-    old = os.environ.get("MINITTY_SANDBOX")
-    os.environ["MINITTY_SANDBOX"] = path
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MINITTY_SANDBOX"]
-        else:
-            os.environ["MINITTY_SANDBOX"] = old
-
-
-def scratch_sandbox(tmp, flavour, extra):
-    """A scratch sandbox for FLAVOUR whose initramfs is the real one with
-    EXTRA (gzip'd cpio members: the kernel unpacks each) appended and whose
-    build/ is the real one; lib/qemu.sh takes both from $MINITTY_SANDBOX."""
-    out = initramfs(os.path.join(tmp, "sandbox"), flavour)
-    os.makedirs(os.path.dirname(out))
-    with open(out, "wb") as f, open(initramfs(SANDBOX, flavour), "rb") as b:
-        shutil.copyfileobj(b, f)
-        f.write(extra)
-    os.symlink(os.path.join(SANDBOX, "build"), os.path.join(tmp, "sandbox", "build"))
-    return os.path.join(tmp, "sandbox")
+# the host, the guest's arch's build in the guest, laid over its root as
+# `minitty boot --lrzsz` does (lib/rootfs.sh lrzsz_dir: the package and
+# the C library it links; lib/bench.sh makes it before the bench starts).
 
 
 def _zmodem_host(g, argv, cwd, timeout):
@@ -358,9 +297,11 @@ def zmodem_run(flavour, n, boot_timeout=120):
     """A guest of FLAVOUR with lrzsz: N bytes each way with ZMODEM."""
     tmp = tempfile.mkdtemp(prefix="minitty-bench-zm-")
     try:
-        g = Guest(flavour, boot_timeout=boot_timeout)
-        with in_sandbox(scratch_sandbox(tmp, flavour, lrzsz_cpio(tmp))):
-            g.start()
+        lrzsz = os.path.join(SANDBOX, "rootfs", flavour_arch(flavour) + "-lrzsz")
+        if not os.path.isdir(lrzsz):
+            raise GuestError(f"no {lrzsz} (lib/bench.sh makes it)")
+        g = Guest(flavour, boot_timeout=boot_timeout, add=[lrzsz])
+        g.start()
         try:
             g.sync(30)
             d = Driver(g)
@@ -399,26 +340,26 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
 
 
 # --- memory -------------------------------------------------------------
-def bench_initramfs(tmp, flavour, cycles):
-    """FLAVOUR's initramfs with tests/bench/meminit.sh appended as
-    /bench/meminit and tests/bench/memsnap.c, compiled here as the
-    guest programs are (lib/rootfs.sh guest_cc), as /bench/memsnap (a
-    second gzip'd cpio member: the kernel unpacks both), in a scratch
-    sandbox whose build/ is the real one. memsnap is compiled here rather
-    than put in every guest's rootfs: only this boot runs it."""
+def bench_root(tmp, flavour, cycles):
+    """A directory to lay over FLAVOUR's guest root (Guest's add, as
+    `minitty boot --add`): tests/bench/meminit.sh as /bench/meminit and
+    tests/bench/memsnap.c, compiled here as the guest programs are
+    (lib/rootfs.sh guest_cc), as /bench/memsnap. memsnap is compiled
+    here rather than put in every guest's rootfs: only this boot runs it."""
+    root = os.path.join(tmp, "root")
+    os.makedirs(os.path.join(root, "bench"))
     with open(os.path.join(HERE, "meminit.sh")) as f:
         script = f.read().replace("@CYCLES@", str(cycles))
-    sp = os.path.join(tmp, "meminit")
+    sp = os.path.join(root, "bench", "meminit")
     with open(sp, "w") as f:
         f.write(script)
+    os.chmod(sp, 0o755)
     info = flavour_info(flavour)
-    prog = os.path.join(tmp, "memsnap")
     subprocess.run([info["cross"] + "gcc", "-static", "-O2", "-Wall",
-                    f'-DTTY_PATH="/dev/{info["console"]}"', "-o", prog,
+                    f'-DTTY_PATH="/dev/{info["console"]}"', "-o",
+                    os.path.join(root, "bench", "memsnap"),
                     os.path.join(HERE, "memsnap.c")], check=True)
-    return scratch_sandbox(tmp, flavour, cpio_member(tmp, [
-        "dir /bench 755 0 0", f"file /bench/meminit {sp} 755 0 0",
-        f"file /bench/memsnap {prog} 755 0 0"]))
+    return root
 
 
 MEM_APPEND = "rdinit=/bench/meminit slab_debug=F slab_nomerge"
@@ -483,9 +424,9 @@ def memory_run(flavour, cycles, port="console", boot_timeout=120):
     append = " ".join(a for a in (MEM_APPEND, MEM_PORTS[port]) if a)
     tmp = tempfile.mkdtemp(prefix="minitty-bench-")
     try:
-        g = Guest(flavour, extra_append=append, boot_timeout=boot_timeout)
-        with in_sandbox(bench_initramfs(tmp, flavour, cycles)):
-            g.launch()
+        g = Guest(flavour, extra_append=append, boot_timeout=boot_timeout,
+                  add=[bench_root(tmp, flavour, cycles)])
+        g.launch()
         try:
             timeout = boot_timeout + cycles * 30
             out = b""

@@ -1,6 +1,6 @@
 #!/bin/sh
 # PID 1 of the bench's memory boots (rdinit=/bench/meminit; appended to the
-# normal initramfs by tests/bench/guestbench.py bench_initramfs(), which
+# normal initramfs by tests/bench/guestbench.py bench_root(), which
 # replaces @CYCLES@ and compiles tests/bench/memsnap.c as /bench/memsnap).
 # Mounts what memsnap reads, closes the console and hands PID 1 over to
 # memsnap, which takes the snapshots of /proc with ttyAMA0 closed, open,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memsnap - the memory snapshots of `minitty bench`: PID 1 of its memory
- * boots (tests/bench/meminit.sh mounts /proc and execs it; bench_initramfs()
+ * boots (tests/bench/meminit.sh mounts /proc and execs it; bench_root()
  * in tests/bench/guestbench.py compiles it into the boot's initramfs).
  *
  * Why a program: the bench counts the pages that opening ttyAMA0 takes,
@@ -61,7 +61,7 @@
 #include <sys/mman.h>
 #include <sys/reboot.h>
 
-#ifndef TTY_PATH /* the arch's serial port (guestbench.py: bench_initramfs) */
+#ifndef TTY_PATH /* the arch's serial port (guestbench.py: bench_root) */
 #define TTY_PATH "/dev/ttyAMA0"
 #endif
 
