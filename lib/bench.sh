@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # bench: size, memory and speed of minitty against the full TTY layer.
 
-BENCH_PY=$MINITTY_ROOT/tests/bench/bench.py
+BENCH_PY=$MINITTY_ROOT/lib/bench/bench.py
 # Built before the bench starts; bench.py builds bench-fulltty and
 # bench-minitty (bin/minitty build) just before the memory boots.
 BENCH_FLAVOURS=(fulltty minitty notty)
@@ -28,7 +28,7 @@ DIR/bloat-o-meter.txt:
            pages that opening ttyAMA0 allocates, counted exactly from /proc
            (meminfo, slabinfo, vmallocinfo, zoneinfo) in bench-fulltty and
            bench-minitty guests (configs/bench.config) whose PID 1 is
-           tests/bench/memsnap.c (after tests/bench/meminit.sh's mounts),
+           lib/bench/memsnap.c (after lib/bench/meminit.sh's mounts),
            ttyAMA0 as the console, then as a port that is not (booted
            with console=none earlycon);
   speed    N alternating boots (fulltty minitty fulltty ...), medians of:

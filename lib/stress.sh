@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# stress: the serial port under load, faults and floods (tests/stress/stress.py).
+# stress: the serial port under load, faults and floods (lib/stress/stress.py).
 
-STRESS_PY=$MINITTY_ROOT/tests/stress/stress.py
+STRESS_PY=$MINITTY_ROOT/lib/stress/stress.py
 
 stress_options() {
 	echo "quick|q||2000 ioctls, 20 s of tty stress, 3 unbind cycles, 64 KiB transfer, 200000 bytes of RX fuzz (make test runs this)"

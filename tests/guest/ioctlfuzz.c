@@ -2,7 +2,7 @@
 /*
  * ioctlfuzz - seeded ioctl() calls with random and bad arguments on
  * /dev/ttyAMA0, one result line per call, for a differential comparison
- * between flavours (issue 11, bin/minitty stress, tests/stress/stress.py).
+ * between flavours (issue 11, bin/minitty stress, lib/stress/stress.py).
  *
  *     ioctlfuzz SEED N
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rxfuzz - random bytes in while the termios change at random (issue 11,
- * bin/minitty stress, tests/stress/stress.py).
+ * bin/minitty stress, lib/stress/stress.py).
  *
  *     rxfuzz BYTES SEED [SECONDS]
  *

@@ -686,8 +686,8 @@ def write_report(res, out):
         L.append(f"What the TTY layer allocates for an open port: kernels {MEM[A]} and {MEM[B]} "
                  "(the test flavours plus configs/bench.config, the same for both: "
                  "CONFIG_SLUB_DEBUG for /proc/slabinfo; uniprocessor), booted with "
-                 f"`{res['memory_append']}` and the normal initramfs plus tests/bench/meminit.sh "
-                 "as PID 1, which mounts /proc and hands PID 1 over to tests/bench/memsnap.c: one "
+                 f"`{res['memory_append']}` and the normal initramfs plus lib/bench/meminit.sh "
+                 "as PID 1, which mounts /proc and hands PID 1 over to lib/bench/memsnap.c: one "
                  "process that forks nothing and maps, touches and locks all its memory before "
                  "it starts, so that between its snapshots only the TTY layer allocates, and "
                  "nothing holds ttyAMA0 open but it. slab_debug=F makes every cache a debug "
@@ -831,12 +831,12 @@ def write_report(res, out):
     L.append(f"    # DIR/{CROSS}nm: {CROSS}nm without its nameless symbols "
              "(lines 'SIZE t '), on which bloat-o-meter fails")
     L.append("stat -c %s sandbox/build/F/arch/arm/boot/zImage")
-    L.append("python3 tests/bench/bench.py ...     # the guests, through lib/py/minitty/guest.py")
+    L.append("python3 lib/bench/bench.py ...     # the guests, through lib/py/minitty/guest.py")
     L.append("```")
     L.append("")
     if res.get("reanalysed"):
         L.append(f"The derived figures were computed again from the raw ones in results.json "
-                 f"(`python3 tests/bench/bench.py --out DIR --reanalyse`) on {res['reanalysed']}.")
+                 f"(`python3 lib/bench/bench.py --out DIR --reanalyse`) on {res['reanalysed']}.")
     L.append("Raw figures: results.json (every run, every snapshot). Serial logs: sandbox/logs/serial-*.log.")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")

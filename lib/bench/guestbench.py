@@ -5,8 +5,8 @@ speed_run(flavour, ...)  boots one guest and times boot, both 1 MiB raw
                          canonical read; it also reads /proc/meminfo.
 zmodem_run(flavour, n)   boots one guest with lrzsz and times N bytes
                          each way with sz and rz (ZMODEM).
-memory_run(flavour, ...) boots a guest whose PID 1 is tests/bench/memsnap.c
-                         (after tests/bench/meminit.sh's mounts) and returns
+memory_run(flavour, ...) boots a guest whose PID 1 is lib/bench/memsnap.c
+                         (after lib/bench/meminit.sh's mounts) and returns
                          its /proc snapshots; port="other" boots it with
                          the port not the console (MEM_PORTS).
 """
@@ -24,9 +24,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
-from guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
+from minitty.guest import SANDBOX, Guest, GuestError, wait_boot  # noqa: E402
 from minitty.arch import flavour_arch, flavour_info  # noqa: E402
 
 MIB = 1 << 20
@@ -342,8 +342,8 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
 # --- memory -------------------------------------------------------------
 def bench_root(tmp, flavour, cycles):
     """A directory to lay over FLAVOUR's guest root (Guest's add, as
-    `minitty boot --add`): tests/bench/meminit.sh as /bench/meminit and
-    tests/bench/memsnap.c, compiled here as the guest programs are
+    `minitty boot --add`): lib/bench/meminit.sh as /bench/meminit and
+    lib/bench/memsnap.c, compiled here as the guest programs are
     (lib/rootfs.sh guest_cc), as /bench/memsnap. memsnap is compiled
     here rather than put in every guest's rootfs: only this boot runs it."""
     root = os.path.join(tmp, "root")
@@ -373,7 +373,7 @@ MEM_PORTS = {"console": "", "other": "console=none earlycon"}
 
 
 def parse_snap(line):
-    """One snapshot line of memsnap (tests/bench/memsnap.c): meminfo
+    """One snapshot line of memsnap (lib/bench/memsnap.c): meminfo
     {field: kB, and free_pages, pcp_pages, vmap_areas, vmalloc_pages...},
     slab {cache: (active objects, object size[, pages])} (the pages since
     memsnap; the shell's meminit gave only the first two), vmalloc

@@ -1,7 +1,7 @@
 #!/bin/sh
 # PID 1 of the bench's memory boots (rdinit=/bench/meminit; appended to the
-# normal initramfs by tests/bench/guestbench.py bench_root(), which
-# replaces @CYCLES@ and compiles tests/bench/memsnap.c as /bench/memsnap).
+# normal initramfs by lib/bench/guestbench.py bench_root(), which
+# replaces @CYCLES@ and compiles lib/bench/memsnap.c as /bench/memsnap).
 # Mounts what memsnap reads, closes the console and hands PID 1 over to
 # memsnap, which takes the snapshots of /proc with ttyAMA0 closed, open,
 # and after one line in and out, prints them on the port and powers off:

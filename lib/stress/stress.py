@@ -53,9 +53,9 @@ import termios
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "py"))
 
-from guest import PROMPT_RE, Guest, GuestError  # noqa: E402
+from minitty.guest import PROMPT_RE, Guest, GuestError  # noqa: E402
 
 # quick (make test) and full figures
 PLAN = {
@@ -64,7 +64,7 @@ PLAN = {
     False: {"seconds": 300, "cycles": 50, "transfer": 1024 * 1024,
             "rxfuzz": 1000 * 1000, "ioctls": 10000},
 }
-DEVIATIONS = os.path.join(HERE, "ioctl-deviations")
+DEVIATIONS = os.path.join(HERE, "..", "..", "tests", "stress", "ioctl-deviations")
 RXFUZZ_RE = re.compile(rb"rxfuzz: rx (\d+) termios (\d+) reads (\d+) in (\d+) flushes (\d+) "
                        rb"drains (\d+) signals (\d+) waits_cut (\d+) errors (\d+) end (\w+)([^\r\n]*)\r?\n")
 IOCTL_RE = re.compile(r"ioctlfuzz: (\d+) (.*?)\s*$")

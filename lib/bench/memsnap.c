@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memsnap - the memory snapshots of `minitty bench`: PID 1 of its memory
- * boots (tests/bench/meminit.sh mounts /proc and execs it; bench_root()
- * in tests/bench/guestbench.py compiles it into the boot's initramfs).
+ * boots (lib/bench/meminit.sh mounts /proc and execs it; bench_root()
+ * in lib/bench/guestbench.py compiles it into the boot's initramfs).
  *
  * Why a program: the bench counts the pages that opening ttyAMA0 takes,
  * to the page. A shell that forks awk for each snapshot and grows as it
@@ -24,7 +24,7 @@
  *
  * Snapshots: "closed 0"; then each cycle i opens the port (O_RDWR |
  * O_NOCTTY): "open i"; writes "@@BENCH-RX i" and reads the line the host
- * answers (tests/bench/guestbench.py memory_run()): "traffic i"; closes
+ * answers (lib/bench/guestbench.py memory_run()): "traffic i"; closes
  * it: "closed i+1". Each a second after what it follows (the full TTY
  * layer frees the tty from a work item after the last close). Then each
  * snapshot is printed on the port as one line, between @@BENCH-BEGIN and
