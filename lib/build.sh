@@ -330,9 +330,14 @@ no_build_set() { NO_BUILD=${OPT_no_build:-}; }
 
 # ensure_current FLAVOUR [NO_BUILD]: build FLAVOUR when it is stale, so
 # that nothing runs an old kernel after an edit. With NO_BUILD (default:
-# the global), only say that it is stale.
+# the global), only say that it is stale. Either way the host gets what
+# FLAVOUR's arch needs first (setup, quiet): its cross binutils size and
+# debug the build with, even when the build is current (an opt-in arch's
+# tools may have gone since it was built).
 ensure_current() {
 	local flavour=$1 no_build=${2:-$NO_BUILD} why
+	# shellcheck disable=SC2046 # one word an arch
+	setup_host quiet $(guest_arches "$(flavour_arch "$flavour")")
 	why=$(flavour_stale "$flavour")
 	[[ -n $why ]] || return 0
 	if [[ -n $no_build ]]; then

@@ -270,8 +270,10 @@ def r_memory(data):
         if "kernel_bytes" in m:  # memsnap's exact count
             return f"{n(round(m['kernel_bytes']))} bytes"
         return f"{m['kernel_kb']:.0f} kB"
+    run = (f"`minitty bench` of {res.get('started', '?')} on {tree.split()[0]}, load "
+           f"average {res.get('load_start', '?')} at its start")
     text = (
-        "Runtime memory per open port (`minitty bench`, after one line in "
+        f"Runtime memory per open port ({run}; after one line in "
         "and one out, median over its open/close cycles): slab objects "
         f"{n(round(a['slab_object_bytes']))} bytes with the full layer, "
         f"{n(round(b['slab_object_bytes']))} with minitty; kernel memory "
