@@ -87,7 +87,7 @@ at once (panic=-1). Refused for a flavour without a shell (configs/flavours).
 File transfer (--lrzsz): in picocom, C-a C-s sends a host file with the
 host's sz, which starts rz in the guest's shell; to receive, run sz FILE
 in the guest, then C-a C-r (the host's rz writes it to the current
-directory). --lrzsz fetches the arch's lrzsz package the first time.
+directory). Setup fetches the arch's lrzsz package with its busybox.
 EOF
 	options_help boot
 }

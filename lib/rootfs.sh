@@ -120,17 +120,14 @@ build_rootfs() {
 # name), and the C library they link: the loader where their
 # PT_INTERP names it and libc.so.6 in /lib, from ARCH's cross libc6 (the
 # host's for the host's arch). The guests' own programs are static; these
-# are Debian's. Fetches the package into sandbox/busybox/ the first time;
-# rebuilt when the package or the library changes (under a lock). Steps
-# on stderr.
+# are Debian's. The package is setup's (GUEST_DEBS: build_rootfs, which
+# boot, run and bench call first, fetches it); the directory is rebuilt
+# when the package or the library changes (under a lock). Steps on
+# stderr.
 lrzsz_dir() {
 	local arch=$1 deb dir cross libdir interp key x n
 	deb=$(guest_deb lrzsz "$arch")
-	if [[ -z $deb ]]; then
-		fetch_guest_deb lrzsz "$arch" >&2
-		deb=$(guest_deb lrzsz "$arch")
-		[[ -n $deb ]] || die "lrzsz: no lrzsz package of $arch in sandbox/busybox"
-	fi
+	[[ -n $deb ]] || die "lrzsz: no lrzsz package of $arch in sandbox/busybox (run: minitty setup)"
 	cross=$(arch_field "$arch" cross)
 	if [[ -z $cross ]]; then
 		libdir=/lib/$(gcc -print-multiarch)
