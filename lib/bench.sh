@@ -38,7 +38,13 @@ DIR/bloat-o-meter.txt:
            then a guest of the same flavour with Debian's lrzsz appended
            to its initramfs: 256 KiB each way with sz and rz (ZMODEM),
            bytes and md5 checked (lrzsz of arm is fetched into
-           sandbox/busybox/ the first time).
+           sandbox/busybox/ the first time);
+  floor    after each round, a fulltty guest takes the host-to-guest
+           transfer's bytes and the canonical read's lines under N_NULL,
+           which drops them (lib/bench/nullsink.c counts them as the
+           driver receives them): QEMU's PL011 model, the UART driver
+           and the flip buffer's hand-over, with no reader and nothing
+           done with the bytes: what no TTY layer goes much below.
 Builds what is missing or stale (bin/minitty build, rootfs) before it
 needs it (--no-build: fulltty, minitty and notty as they are).
 Each speed ratio comes with the median and the range of the ratios of the

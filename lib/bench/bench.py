@@ -37,6 +37,12 @@ CROSS = "arm-linux-gnueabihf-"
 A, B = "fulltty", "minitty"          # the two flavours compared
 NOTHING = "notty"                    # CONFIG_TTY=n, no serial at all
 MEM = {A: "bench-" + A, B: "bench-" + B}
+# The floor boots (guestbench.floor_run()): the full layer, whose N_NULL
+# line discipline (drivers/tty/n_null.c, built in with CONFIG_TTY) drops
+# what it gets.
+FLOOR = A
+# The figures that have a floor: FLOOR_OF[speed key] is floor_run()'s key
+FLOOR_OF = {"h2g_s": "h2g", "canon_s": "canon"}
 # The memory boots of MEM, one per port (guestbench.MEM_PORTS): the key
 # of their figures in results.json (their snapshots: key + "_raw"), the
 # port, and what the report calls it. The console comes first: a
@@ -391,6 +397,31 @@ def speed_summary(runs):
     return s
 
 
+def floor_summary(floors, runs):
+    """The floor of each figure of FLOOR_OF: its median over the floor
+    boots FLOORS, and its ratio to A's figure, median of A's runs and of
+    each round (run i of A with floor boot i: the same machine state);
+    None without floor boots."""
+    out = {}
+    for k, fk in FLOOR_OF.items():
+        vals = [f[fk]["seconds"] for f in floors]
+        if not vals:
+            return None
+        by_round = {r["round"]: r for r in runs if r["flavour"] == A and "round" in r}
+        ratios = [f[fk]["seconds"] / fig_get(k, by_round[f["round"]])
+                  for f in floors if f["round"] in by_round]
+        ra = [r for r in runs if r["flavour"] == A]
+        out[k] = {"median": statistics.median(vals), "all": vals,
+                  "ratio": (statistics.median(vals) / statistics.median(fig_get(k, r) for r in ra)
+                            if ra else None),
+                  "round_ratios": ratios}
+    return out
+
+
+def fig_get(key, run):
+    return next(f for f in SPEED if f.key == key).get(run)
+
+
 # --- machine ------------------------------------------------------------
 def loadavg():
     with open("/proc/loadavg") as f:
@@ -497,6 +528,17 @@ def summary_rows(res):
                          rstr(sp[B][k], sp[A][k]) + spread_cell(sp.get("spread", {}).get(k))))
         rows.append(("bytes lost, all transfers",
                      *(str(sum(sp[f]["lost"].values())) for f in (A, B)), ""))
+    fl = res.get("floor")
+    for fig in SPEED if sp and fl else ():
+        d = fl.get(fig.key)
+        if not d or d["ratio"] is None:
+            continue
+        rr = d["round_ratios"]
+        rows.append((f"{speed_what(fig, res)}, the floor: the bytes only reach the guest "
+                     f"({FLOOR} under N_NULL), {fig.unit} (median; in the {A} column)",
+                     f"{d['median']:{fig.prec}}", "",
+                     f"floor / {A}: {d['ratio']:.3f}" +
+                     (f" (rounds {min(rr):.3f}-{max(rr):.3f})" if rr else "")))
     return rows
 
 
@@ -760,7 +802,8 @@ def write_report(res, out):
         L.append(f"- echo round trip: `stty sane; cat >/dev/null`, one character written to the "
                  f"pty, time until its echo is read back; {res['keys']} keystrokes one after the "
                  "other (a carriage return every 40, not timed); median per boot.")
-        L.append("- canonical read: `stty sane -echo; head -n 200 | md5sum`; 200 lines of 59 bytes "
+        L.append("- canonical read: `stty sane -echo; head -n 200 | md5sum`; 200 lines of "
+                 f"{len(gb.canon_lines(1))} bytes "
                  "written at once; time from the first byte to the md5 line.")
         if res.get("zmodem_bytes"):
             L.append(f"- ZMODEM: a real file-transfer program on both ends, Debian's lrzsz (the "
@@ -805,6 +848,34 @@ def write_report(res, out):
         L.append(md_table(["flavour", "echo ms (median)", "p10", "p90", "h2g KiB/s", "g2h KiB/s",
                            "h2g bytes lost", "g2h bytes lost", "ZMODEM bytes lost",
                            "checksums right"], rows))
+        L.append("")
+
+    fl = res.get("floor")
+    if sp and fl:
+        L.append("## The floor")
+        L.append("")
+        L.append(f"What no TTY layer goes much below: after each round of speed boots, a boot of "
+                 f"{FLOOR} runs "
+                 f"lib/bench/nullsink.c, which puts the port under N_NULL (the line discipline "
+                 f"that drops what it gets: no reader, no copy, no processing) and polls the "
+                 f"driver's count of received bytes (TIOCGICOUNT) every millisecond; the host "
+                 f"sends the same bytes as the raw transfer and as the canonical read's 200 "
+                 f"lines, and times from the first byte written to nullsink's report that the "
+                 f"last one was counted. What is left is QEMU's PL011 model, the UART driver and "
+                 f"the flip buffer's hand-over to the line discipline, with no reader and "
+                 f"nothing done with the bytes: what no TTY layer goes much below, since the "
+                 f"driver and QEMU are the same under every layer.")
+        L.append("")
+        rows = []
+        for fig in SPEED:
+            d = fl.get(fig.key)
+            if not d or fig.key not in sp[A]:
+                continue
+            rows.append((f"{speed_what(fig, res)}, {fig.unit}", f"{d['median']:.3f}",
+                         " ".join(f"{x:.3f}" for x in d["all"]), f"{sp[A][fig.key]:.3f}",
+                         f"{d['ratio']:.3f}", " ".join(f"{x:.3f}" for x in d["round_ratios"])))
+        L.append(md_table(["figure", "floor (median)", "every floor boot", f"{A} (median)",
+                           f"floor / {A}", "per round"], rows))
         L.append("")
 
     # machine
@@ -938,6 +1009,7 @@ def reanalyse(out):
             res[mk.key] = {f: mem_analysis(raw[f]) for f in (A, B)}
     if res.get("speed_runs"):
         res["speed"] = speed_summary(res["speed_runs"])
+        res["floor"] = floor_summary(res.get("floor_runs", []), res["speed_runs"])
     res["reanalysed"] = (time.strftime("%Y-%m-%d %H:%M:%S %Z") + ", " +
                          subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h"],
                                         stdout=subprocess.PIPE, text=True).stdout.strip())
@@ -984,7 +1056,7 @@ def main(argv):
     except OSError:
         pass
     data, lines = gb.h2g_data(n), gb.canon_lines(200)
-    speed_runs = []
+    speed_runs, floor_runs = [], []
     for i in range(runs):
         for f in (A, B):
             log(f"speed: run {i + 1}/{runs} {f}")
@@ -999,6 +1071,7 @@ def main(argv):
                     subprocess.TimeoutExpired) as e:
                 problems.append(f"zmodem run {i + 1} of {f}: {e}")
                 continue
+            r["round"] = i
             r["zm_h2g"], r["zm_g2h"] = zm["h2g"], zm["g2h"]
             r["zm_serial_log"] = zm["serial_log"]
             r["kernel_problems"] += zm["kernel_problems"]
@@ -1019,9 +1092,25 @@ def main(argv):
                 f"(lost {r['g2h']['bytes_lost']}), echo {1000 * statistics.median(r['echo_rtt_s']):.2f} ms, "
                 f"canon {r['canon']['seconds']:.2f} s, zmodem h2g {r['zm_h2g']['seconds']:.2f} s, "
                 f"g2h {r['zm_g2h']['seconds']:.2f} s")
-    res["speed_runs"] = speed_runs
+        log(f"floor: run {i + 1}/{runs} {FLOOR} with N_NULL")
+        try:
+            fr = gb.floor_run(FLOOR, data, lines)
+        except (gb.GuestError, subprocess.CalledProcessError) as e:
+            problems.append(f"floor run {i + 1}: {e}")
+            continue
+        fr["round"] = i
+        floor_runs.append(fr)
+        for k in ("h2g", "canon"):
+            if fr[k]["bytes_lost"] or fr[k]["status"]:
+                problems.append(f"floor run {i + 1}: {k}: {fr[k]['bytes_lost']} bytes not "
+                                f"counted, nullsink exit {fr[k]['status']}")
+        if fr["kernel_problems"]:
+            problems.append(f"floor run {i + 1}: kernel problems in {fr['serial_log']}")
+        log(f"  h2g {fr['h2g']['seconds']:.2f} s, canon's bytes {fr['canon']['seconds']:.3f} s")
+    res["speed_runs"], res["floor_runs"] = speed_runs, floor_runs
     have = {r["flavour"] for r in speed_runs}
     res["speed"] = speed_summary(speed_runs) if have == {A, B} else None
+    res["floor"] = floor_summary(floor_runs, speed_runs) if res["speed"] else None
 
     for mk in MEM_RUNS:
         log(f"memory, {mk.what}: {MEM[A]} and {MEM[B]}, {cycles} open/close cycles each")

@@ -5,6 +5,9 @@ speed_run(flavour, ...)  boots one guest and times boot, both 1 MiB raw
                          canonical read; it also reads /proc/meminfo.
 zmodem_run(flavour, n)   boots one guest with lrzsz and times N bytes
                          each way with sz and rz (ZMODEM).
+floor_run(flavour, ...)  boots one guest of the full layer and, under N_NULL,
+                         times the same transfers with the bytes dropped
+                         as they come (lib/bench/nullsink.c): the floor.
 memory_run(flavour, ...) boots a guest whose PID 1 is lib/bench/memsnap.c
                          (after lib/bench/meminit.sh's mounts) and returns
                          its /proc snapshots; port="other" boots it with
@@ -337,6 +340,62 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
         g.stop()
     res["kernel_problems"] = g.log_problems()
     return res
+
+
+# --- floor --------------------------------------------------------------
+# What no TTY layer goes below: a guest of the full layer puts the port
+# under N_NULL, which drops what it gets, and counts the bytes as the UART
+# driver receives them (lib/bench/nullsink.c), for the raw host-to-guest
+# transfer's bytes and for the canonical read's lines.
+
+
+def floor_root(tmp, flavour):
+    """A directory to lay over FLAVOUR's guest root: lib/bench/nullsink.c
+    compiled as the guest programs are (lib/rootfs.sh guest_cc), as
+    /bench/nullsink."""
+    root = os.path.join(tmp, "root")
+    os.makedirs(os.path.join(root, "bench"))
+    subprocess.run([flavour_info(flavour)["cross"] + "gcc", "-static", "-O2", "-Wall",
+                    "-o", os.path.join(root, "bench", "nullsink"),
+                    os.path.join(HERE, "nullsink.c")], check=True)
+    return root
+
+
+def null_sink(d, data):
+    """DATA to a guest running nullsink: dict(seconds from the first byte
+    written to nullsink's count of the last, bytes_lost)."""
+    n = len(data)
+    tok = d.begin(f"printf '%s%s\\n' @@RD $T; /bench/nullsink {n}")
+    # under N_NULL from here: its ready marker comes as a kernel message
+    d.g.read_until(re.compile(rb"@@NS-READY"), 30)
+    t0 = now()
+    d.write_all(data)
+    line = d.g.read_until(re.compile(rb"@@NS-DONE (\d+)\r*\n"), 1800)
+    t = now() - t0
+    _, st = d.end(tok, 60)
+    got = int(re.search(rb"@@NS-DONE (\d+)", line).group(1))
+    return {"seconds": t, "bytes": n, "bytes_received": got, "bytes_lost": n - got,
+            "status": st}
+
+
+def floor_run(flavour, data, lines, boot_timeout=120):
+    """A guest of FLAVOUR (the full layer: N_NULL) with nullsink: the transfer of DATA
+    and of LINES with nothing done with the bytes."""
+    tmp = tempfile.mkdtemp(prefix="minitty-bench-floor-")
+    try:
+        g = Guest(flavour, boot_timeout=boot_timeout, add=[floor_root(tmp, flavour)])
+        g.start()
+        try:
+            g.sync(30)
+            d = Driver(g)
+            res = {"flavour": flavour, "h2g": null_sink(d, data),
+                   "canon": null_sink(d, lines), "serial_log": g.serial_log}
+        finally:
+            g.stop()
+        res["kernel_problems"] = g.log_problems()
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # --- memory -------------------------------------------------------------
