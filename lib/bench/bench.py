@@ -863,8 +863,8 @@ def write_report(res, out):
                  f"lines, and times from the first byte written to nullsink's report that the "
                  f"last one was counted. What is left is QEMU's PL011 model, the UART driver and "
                  f"the flip buffer's hand-over to the line discipline, with no reader and "
-                 f"nothing done with the bytes: what no TTY layer goes much below, since the "
-                 f"driver and QEMU are the same under every layer.")
+                 f"nothing done with the bytes; the driver and QEMU are the same under every "
+                 f"layer.")
         L.append("")
         rows = []
         for fig in SPEED:
