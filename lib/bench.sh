@@ -19,7 +19,7 @@ Compare minitty with fulltty, built from the same tree, and write
 DIR/report.md, DIR/summary.md (its summary table), DIR/results.json
 (every raw figure), DIR/sizes.svg (size per object, both flavours),
 DIR/memory.svg (what an open port takes), DIR/speed.svg (every run and
-the ratio of each alternating pair, per speed figure) and
+the ratio of each alternating pair, per speed figure, and the floor) and
 DIR/bloat-o-meter.txt:
   size     bin/minitty size of fulltty, minitty and notty (CONFIG_TTY=n, no
            serial: what the serial console costs on top of nothing),

@@ -834,7 +834,8 @@ def write_report(res, out):
         L.append("")
         L.append(f"Chart: speed.svg, one panel per figure: every run of each flavour (dots) and "
                  f"its median (bar) on the figure's axis, and below them the pair ratios "
-                 f"{B} / {A} with a line at 1 (left of it: {B} faster).")
+                 f"{B} / {A} with a line at 1 (left of it: {B} faster); a dashed line at "
+                 f"the floor, and at its ratio to {A}, where the figure has one.")
         L.append("")
         rows = []
         for f in (A, B):
@@ -915,7 +916,7 @@ def write_report(res, out):
 
 def speed_panels(res):
     """speed.svg's panels: per speed figure every run of each flavour, the
-    pair ratios and the ranking rule's outcome."""
+    pair ratios, the ranking rule's outcome and the floor (None without)."""
     sp = res.get("speed")
     panels = []
     for fig in SPEED if sp else ():
@@ -923,10 +924,12 @@ def speed_panels(res):
         if k not in sp[A] or k not in sp[B]:
             continue
         d = sp.get("spread", {}).get(k)
+        fl = (res.get("floor") or {}).get(k) or {}
         panels.append({"title": f"{speed_what(fig, res)}, {fig.unit}", "unit": fig.unit,
                        "runs": {f: sp[f][k + "_all"] for f in (A, B)},
                        "ratios": d["pair_ratios"] if d else [],
-                       "note": d["verdict"] if d else ""})
+                       "note": d["verdict"] if d else "",
+                       "floor": fl.get("median"), "floor_ratio": fl.get("ratio")})
     return panels
 
 

@@ -18,6 +18,7 @@ COLOURS = {"text": "#4c72b0", "data": "#dd8452", "bss": "#55a868"}
 FLAVOUR_COLOURS = ("#e69f00", "#0072b2")
 RATIO_COLOUR = "#555"
 MEDIAN_COLOUR = "#000"
+FLOOR_COLOUR = "#009e73"
 GRID = "#e4e4e4"
 
 
@@ -123,11 +124,19 @@ def median_bar(x, y, tip):
             f'stroke-width="2.5"><title>{escape(tip)}</title></line>')
 
 
+def floor_line(out, x, y0, y1, text, tx, ty):
+    """A dashed vertical line at X from Y0 to Y1, and TEXT at (TX, TY)."""
+    out.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y1}" stroke="{FLOOR_COLOUR}" '
+               f'stroke-width="2" stroke-dasharray="3 2"><title>{escape(text)}</title></line>')
+    out.append(f'<text x="{tx}" y="{ty}" fill="{FLOOR_COLOUR}">{escape(text)}</text>')
+
+
 def speed_chart(panels, flavours, title):
     """PANELS: [{"title", "unit", "runs": {flavour: [value of each run]},
     "ratios": [ratio of each pair, FLAVOURS[1] / FLAVOURS[0]], "note": the
-    ranking rule's outcome}], one per figure; each panel has an axis of its
-    own for the runs and one for the ratios."""
+    ranking rule's outcome, and optionally "floor": the figure's floor and
+    "floor_ratio": its ratio to FLAVOURS[0]'s}], one per figure; each panel
+    has an axis of its own for the runs and one for the ratios."""
     fa, fb = flavours
     colour = dict(zip(flavours, FLAVOUR_COLOURS))
     label_w, plot_w, width = 200, 500, 960
@@ -141,7 +150,11 @@ def speed_chart(panels, flavours, title):
            [("median", f'<line x1="6" y1="-2" x2="6" y2="14" stroke="{MEDIAN_COLOUR}" '
                        'stroke-width="2.5"/>'),
             (f"pair ratio {fb} / {fa}", f'<circle cx="6" cy="6" r="5" fill="{RATIO_COLOUR}" '
-                                       f'fill-opacity="0.6" stroke="{RATIO_COLOUR}"/>')], 30)
+                                       f'fill-opacity="0.6" stroke="{RATIO_COLOUR}"/>')] +
+           ([("floor: the bytes only reach the guest (N_NULL)",
+              f'<line x1="6" y1="-2" x2="6" y2="14" stroke="{FLOOR_COLOUR}" '
+              'stroke-width="2" stroke-dasharray="3 2"/>')]
+            if any(p.get("floor") for p in panels) else []), 30)
     py = 60
     for p, h in zip(panels, heights):
         unit = p["unit"]
@@ -150,10 +163,14 @@ def speed_chart(panels, flavours, title):
                    f'{escape(p["title"])}</text>')
         if p.get("note"):
             out.append(f'<text x="10" y="{py + 35}" fill="#333">{escape(p["note"])}</text>')
-        vals = [v for f in flavours for v in p["runs"][f]]
+        floor = p.get("floor")
+        vals = [v for f in flavours for v in p["runs"][f]] + ([floor] if floor else [])
         tk = ticks(min(vals), max(vals))
         sx = scale(tk, x0, x1)
         axis(out, tk, sx, py + 98, py + 44, unit)
+        if floor:
+            floor_line(out, sx(floor), py + 46, py + 98, f"floor {floor:.3f} {unit}",
+                       x1 + 40, py + 104)
         for i, f in enumerate(flavours):
             y = py + 56 + 22 * i
             xs = p["runs"][f]
@@ -165,10 +182,14 @@ def speed_chart(panels, flavours, title):
             out.append(f'<text x="{x1 + 40}" y="{y + 4}">median {med:.3f} {escape(unit)}</text>')
         if p["ratios"]:
             rs = p["ratios"]
-            tk = ticks(min(rs + [1.0]), max(rs + [1.0]))
+            fr = [p["floor_ratio"]] if p.get("floor_ratio") else []
+            tk = ticks(min(rs + fr + [1.0]), max(rs + fr + [1.0]))
             sx = scale(tk, x0, x1)
             y = py + 152
             axis(out, tk, sx, y + 14, y - 12, f"{fb} / {fa}")
+            if fr:
+                floor_line(out, sx(fr[0]), y - 10, y + 14, f"floor / {fa} {fr[0]:.3f}",
+                           x1 + 40, y + 20)
             one = sx(1.0)
             out.append(f'<line x1="{one:.1f}" y1="{y - 22}" x2="{one:.1f}" y2="{y + 14}" '
                        'stroke="#c00" stroke-dasharray="4 3"/>')
