@@ -95,6 +95,14 @@ class Driver:
         except BlockingIOError:
             return b""
 
+    def send_timed(self, data, until, timeout):
+        """Write DATA (write_all) and read up to UNTIL: what was read and
+        the seconds from the first byte written."""
+        t0 = now()
+        self.write_all(data)
+        got = self.g.read_until(until, timeout)
+        return got, now() - t0
+
     def write_all(self, data, chunk=4096, stall=120):
         """Write DATA as fast as QEMU takes it from the pty (a full pty
         blocks the writer: that is the backpressure)."""
@@ -140,10 +148,7 @@ def h2g(d, data):
     tok = d.begin(f"stty raw -echo min 0 time 50; printf '%s%s\\n' @@RD $T; "
                   f"head -c {n} >/tmp/bench-h2g; stty sane; wc -c </tmp/bench-h2g; "
                   f"md5sum </tmp/bench-h2g; rm -f /tmp/bench-h2g")
-    t0 = now()
-    d.write_all(data)
-    line = d.g.read_until(re.compile(rb"(\d+)\r*\n"), 1800)
-    t = now() - t0
+    line, t = d.send_timed(data, re.compile(rb"(\d+)\r*\n"), 1800)
     out, st = d.end(tok, 60)
     count = int(re.search(rb"(\d+)\r*\n$", line).group(1))
     m = re.search(rb"([0-9a-f]{32})", out)
@@ -222,10 +227,7 @@ def canon_read(d, lines):
     n = lines.count(b"\n")
     tok = d.begin(f"stty sane -echo; printf '%s%s\\n' @@RD $T; head -n {n} | md5sum; stty sane")
     time.sleep(0.3)
-    t0 = now()
-    d.write_all(lines)
-    line = d.g.read_until(re.compile(rb"[0-9a-f]{32}"), 120)
-    t = now() - t0
+    line, t = d.send_timed(lines, re.compile(rb"[0-9a-f]{32}"), 120)
     d.end(tok, 30)
     md5 = re.search(rb"([0-9a-f]{32})", line).group(1).decode()
     return {"seconds": t, "lines": n, "md5_ok": md5 == hashlib.md5(lines).hexdigest()}
@@ -368,10 +370,7 @@ def null_sink(d, data):
     tok = d.begin(f"printf '%s%s\\n' @@RD $T; /bench/nullsink {n}")
     # under N_NULL from here: its ready marker comes as a kernel message
     d.g.read_until(re.compile(rb"@@NS-READY"), 30)
-    t0 = now()
-    d.write_all(data)
-    line = d.g.read_until(re.compile(rb"@@NS-DONE (\d+)\r*\n"), 1800)
-    t = now() - t0
+    line, t = d.send_timed(data, re.compile(rb"@@NS-DONE (\d+)\r*\n"), 1800)
     _, st = d.end(tok, 60)
     got = int(re.search(rb"@@NS-DONE (\d+)", line).group(1))
     return {"seconds": t, "bytes": n, "bytes_received": got, "bytes_lost": n - got,
