@@ -298,28 +298,36 @@ def zmodem_g2h(d, n, tmp):
             "kib_per_s": n / 1024 / t}
 
 
-def zmodem_run(flavour, n, boot_timeout=120):
-    """A guest of FLAVOUR with lrzsz: N bytes each way with ZMODEM."""
-    tmp = tempfile.mkdtemp(prefix="minitty-bench-zm-")
+def added_run(flavour, prefix, run, boot_timeout=120):
+    """Boot a guest of FLAVOUR with the directory that RUN(tmp) returns
+    first laid over its root (Guest's add), TMP a scratch directory named
+    after PREFIX; then the dict that RUN's second value, a function of a
+    Driver, returns, with the flavour, serial log and kernel problems."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
     try:
-        lrzsz = os.path.join(SANDBOX, "rootfs", flavour_arch(flavour) + "-lrzsz")
-        if not os.path.isdir(lrzsz):
-            raise GuestError(f"no {lrzsz} (lib/bench.sh makes it)")
-        g = Guest(flavour, boot_timeout=boot_timeout, add=[lrzsz])
+        add, measure = run(tmp)
+        g = Guest(flavour, boot_timeout=boot_timeout, add=[add])
         g.start()
         try:
             g.sync(30)
-            d = Driver(g)
-            res = {"flavour": flavour,
-                   "h2g": zmodem_h2g(d, h2g_data(n), tmp),
-                   "g2h": zmodem_g2h(d, n, tmp),
-                   "serial_log": g.serial_log}
+            res = dict(measure(Driver(g)), flavour=flavour, serial_log=g.serial_log)
         finally:
             g.stop()
         res["kernel_problems"] = g.log_problems()
         return res
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def zmodem_run(flavour, n, boot_timeout=120):
+    """A guest of FLAVOUR with lrzsz: N bytes each way with ZMODEM."""
+    def run(tmp):
+        lrzsz = os.path.join(SANDBOX, "rootfs", flavour_arch(flavour) + "-lrzsz")
+        if not os.path.isdir(lrzsz):
+            raise GuestError(f"no {lrzsz} (lib/bench.sh makes it)")
+        return lrzsz, lambda d: {"h2g": zmodem_h2g(d, h2g_data(n), tmp),
+                                 "g2h": zmodem_g2h(d, n, tmp)}
+    return added_run(flavour, "minitty-bench-zm-", run, boot_timeout)
 
 
 def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
@@ -351,15 +359,20 @@ def speed_run(flavour, data, lines, keys, host_copy=None, boot_timeout=120):
 # transfer's bytes and for the canonical read's lines.
 
 
+def guest_program(root, flavour, name, *cflags):
+    """Compile lib/bench/NAME.c for FLAVOUR's guest as the guest programs
+    are (lib/rootfs.sh guest_cc), as ROOT/bench/NAME."""
+    os.makedirs(os.path.join(root, "bench"), exist_ok=True)
+    subprocess.run([flavour_info(flavour)["cross"] + "gcc", "-static", "-O2", "-Wall",
+                    *cflags, "-o", os.path.join(root, "bench", name),
+                    os.path.join(HERE, name + ".c")], check=True)
+
+
 def floor_root(tmp, flavour):
     """A directory to lay over FLAVOUR's guest root: lib/bench/nullsink.c
-    compiled as the guest programs are (lib/rootfs.sh guest_cc), as
-    /bench/nullsink."""
+    as /bench/nullsink."""
     root = os.path.join(tmp, "root")
-    os.makedirs(os.path.join(root, "bench"))
-    subprocess.run([flavour_info(flavour)["cross"] + "gcc", "-static", "-O2", "-Wall",
-                    "-o", os.path.join(root, "bench", "nullsink"),
-                    os.path.join(HERE, "nullsink.c")], check=True)
+    guest_program(root, flavour, "nullsink")
     return root
 
 
@@ -378,23 +391,13 @@ def null_sink(d, data):
 
 
 def floor_run(flavour, data, lines, boot_timeout=120):
-    """A guest of FLAVOUR (the full layer: N_NULL) with nullsink: the transfer of DATA
-    and of LINES with nothing done with the bytes."""
-    tmp = tempfile.mkdtemp(prefix="minitty-bench-floor-")
-    try:
-        g = Guest(flavour, boot_timeout=boot_timeout, add=[floor_root(tmp, flavour)])
-        g.start()
-        try:
-            g.sync(30)
-            d = Driver(g)
-            res = {"flavour": flavour, "h2g": null_sink(d, data),
-                   "canon": null_sink(d, lines), "serial_log": g.serial_log}
-        finally:
-            g.stop()
-        res["kernel_problems"] = g.log_problems()
-        return res
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """A guest of FLAVOUR (the full layer: N_NULL) with nullsink: the
+    transfer of DATA and of LINES with nothing done with the bytes."""
+    return added_run(flavour, "minitty-bench-floor-",
+                     lambda tmp: (floor_root(tmp, flavour),
+                                  lambda d: {"h2g": null_sink(d, data),
+                                             "canon": null_sink(d, lines)}),
+                     boot_timeout)
 
 
 # --- memory -------------------------------------------------------------
@@ -412,11 +415,8 @@ def bench_root(tmp, flavour, cycles):
     with open(sp, "w") as f:
         f.write(script)
     os.chmod(sp, 0o755)
-    info = flavour_info(flavour)
-    subprocess.run([info["cross"] + "gcc", "-static", "-O2", "-Wall",
-                    f'-DTTY_PATH="/dev/{info["console"]}"', "-o",
-                    os.path.join(root, "bench", "memsnap"),
-                    os.path.join(HERE, "memsnap.c")], check=True)
+    guest_program(root, flavour, "memsnap",
+                  f'-DTTY_PATH="/dev/{flavour_info(flavour)["console"]}"')
     return root
 
 
