@@ -332,23 +332,17 @@ COVER_FLAVOURS=(pristine fulltty minitty minitty-tiny notty)
 # into DATA, then set the description with the regions filled. A
 # description without regions is left alone (and nothing is built).
 cover_numbers() {
-	local tree=$1 data=$2 desc regions f c first=0 new
+	local tree=$1 data=$2 desc regions f new
 	desc=$(git -C "$tree" config branch.minitty.description) || return 0
 	regions=$("$PYTHON" "$COVER_PY" regions <<<"$desc") || exit "$EX_FAIL"
 	[[ -n $regions ]] || return 0
 	mkdir -p "$data"
 	step cover "regions: $(awk '{ print $1 }' <<<"$regions" | paste -sd' ')"
 	{
-		echo "count=$(git -C "$tree" rev-list --count pristine..HEAD)"
 		echo "head=$(git -C "$tree" log -1 --format=%h)"
 		echo "tree=$(git -C "$tree" rev-parse "HEAD^{tree}")"
 		echo "gcc=$("$(arch_field arm cross)gcc" -dumpfullversion | cut -d. -f1,2)"
 		echo "size=$(arch_field arm cross)size"
-		# the patch that adds minitty_serial.c: those before it share code
-		c=$(git -C "$tree" log --reverse --diff-filter=A --format=%H pristine..HEAD \
-			-- drivers/tty/serial/minitty_serial.c)
-		[[ -z $c ]] || first=$(git -C "$tree" rev-list --count "pristine..${c%%$'\n'*}")
-		echo "first_minitty=$first"
 	} >"$data/meta"
 	if grep -q ' build$' <<<"$regions"; then
 		for f in "${COVER_FLAVOURS[@]}"; do

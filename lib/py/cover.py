@@ -182,8 +182,6 @@ def r_headline(data):
 def r_sizes(data):
     s = Sizes(data)
     m = s.meta
-    shared = int(m["first_minitty"]) - 1
-    total = m["count"]
     out = wrap(
         f"Sizes ({m['size']}, gcc {m['gcc']}; every object under drivers/tty "
         "that vmlinux links, except the UART driver amba-pl011.o and "
@@ -193,7 +191,7 @@ def r_sizes(data):
     cost = s.layer("fulltty") - s.layer("pristine")
     out += wrap(
         f"CONFIG_TTY=y (the series applied; {n(s.layer('pristine'))} bytes "
-        f"before it, so patches 1/{total}-{shared}/{total} "
+        f"before it: the series' shared helpers "
         f"{'cost' if cost >= 0 else 'save'} the full layer {n(abs(cost))} "
         f"byte{'' if abs(cost) == 1 else 's'}):")
     out.append("")
