@@ -337,10 +337,10 @@ the series has added so far that it builds) are compiled again with W=1
 (and sparse, C=1, those the series adds), and must give no warning; the commit itself must pass
 checkpatch.pl --strict, and the files the series adds kernel-doc -Wall
 (but for a pure move, whose next commit is checked for it).
-One line per commit and config, then the time it took: 37 min for 17
-commits with a cold ccache (two cold builds, then mostly relinks but for
-the commit that changes include/linux/tty.h), on 2 cores shared with
-other builds (load average 5 to 12); not part of make test. Logs:
+One line per commit and config, then the time it took: 22 min for 49
+commits on 2 idle cores, with the ccache of the flavours' builds (37 min
+for 17 commits with a cold one, on cores shared with other builds); not
+part of make test. Logs:
 sandbox/logs/bisect-*.log.
 b4: Debian 12 ships b4 0.12, whose \`b4 prep\` has no --check (0.13 added
 it, and it only runs checkpatch, which check runs already); enrolling
