@@ -31,6 +31,20 @@ arch_field() {
 	END { if (!found) exit 1 }' "$ARCH_CONFIGS/arches"
 }
 
+# qemu_program ARCH SANDBOX: the QEMU program of ARCH (column qemu): the
+# one setup unpacked into SANDBOX/qemu (QEMU_DEBS: bookworm-backports'
+# QEMU, whose PL011 takes up to a FIFO's worth of bytes from the pty at a
+# time where bookworm's 7.2 takes one), else the host's, on PATH.
+qemu_program() {
+	local prog
+	prog=$(arch_field "$1" qemu) || return 1
+	if [[ -x $2/qemu/usr/bin/$prog ]]; then
+		echo "$2/qemu/usr/bin/$prog"
+	else
+		echo "$prog"
+	fi
+}
+
 # arch_setup_names: the arches `minitty setup` prepares on every host
 # (column setup: always), one a line; the opt-in ones are set up only
 # when something needs them (setup_host ARCH...).

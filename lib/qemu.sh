@@ -92,7 +92,7 @@ qemu_launch() {
 	[[ -n $arch ]] || { echo "minitty: boot: unknown flavour $flavour" >&2; return 1; }
 	kernel=$sandbox/build/$flavour/$(arch_field "$arch" image)
 	initrd=$sandbox/rootfs/$arch/initramfs.cpio.gz
-	qemu=$(arch_field "$arch" qemu)
+	qemu=$(qemu_program "$arch" "$sandbox")
 	machine=$(arch_field "$arch" machine)
 	console=$(arch_field "$arch" console-arg)
 	# a console= of the caller's replaces the serial port's

@@ -46,6 +46,18 @@ all_packages() {
 	done
 }
 
+# The QEMU the PL011 guests (arm, arm64) run on: Debian's build from
+# bookworm-backports, unpacked into sandbox/qemu/ (lib/arch.sh
+# qemu_program) through a package list of its own there, so that the
+# host's apt sources and its QEMU stay as they are. Its PL011 takes up to
+# a FIFO's worth of bytes from the pty at a time; bookworm's QEMU 7.2 took
+# one per turn of its main loop, which held a host-to-guest transfer near
+# 95 KiB/s whatever the kernel did (the bench's floor, the bytes dropped
+# as they arrive, was 0.98 of the full layer's time). Its libraries are
+# those of the host's qemu-system-arm, which setup installs.
+QEMU_SUITE=bookworm-backports
+QEMU_DEBS=(qemu-system-arm qemu-system-common qemu-system-data)
+
 # busybox_pkg ARCH: the guest's busybox (Debian's, of ARCH's debarch).
 busybox_pkg() { echo "busybox-static:$(arch_field "$1" debarch)"; }
 # The Debian packages of each arch's guests, kept in sandbox/busybox/:
@@ -70,7 +82,7 @@ setup_help() {
 	done
 	fold -s -w 72 <<EOF | sed 's/ *$//'
 usage: minitty setup [--arch ARCH[,ARCH...]]
-Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static and lrzsz of each arch that configs/arches sets up always ($(for a in $(setup_arches); do guest_pkgs "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/, for the guests' root and boot --lrzsz. An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, sz, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
+Install the missing host packages with apt-get (after an apt-get update when something is missing: three tries, then it goes on with the package lists there are, and the install fails if one it needs is missing): $(all_packages | paste -sd' '); and download busybox-static and lrzsz of each arch that configs/arches sets up always ($(for a in $(setup_arches); do guest_pkgs "$a"; done | paste -sd' '); after dpkg --add-architecture for a foreign one) into sandbox/busybox/, for the guests' root and boot --lrzsz; and the QEMU of $QEMU_SUITE (${QEMU_DEBS[*]}) into sandbox/qemu/ (through a package list of its own: the host's apt sources and its QEMU stay as they are), which the arm and arm64 guests run on (when it cannot be had: a warning, and they run on the host's QEMU). An opt-in arch (column setup; ${optin:-none}) is set up only when --arch names it, or when build or rootfs need it for one of its flavours (and so boot, run, size...). Then check that each tool works, not only that its package is there (for each arch set up: a static C program compiled and checked with readelf, its QEMU machine, gdb-multiarch's architecture; the kernel's host tools and libraries, picocom, sz, the Python modules of the tests); a tool that does not work is named with its package, exit 1.
 EOF
 	options_help setup
 }
@@ -102,7 +114,7 @@ cmd_setup() {
 # nothing is missing (build and rootfs call it, so that `boot` alone is
 # enough).
 setup_host() {
-	local mode=$1 p a missing=() updated="" no_deb=()
+	local mode=$1 p a missing=() updated="" no_deb=() no_qemu=""
 	shift
 	local -a all arches
 	local -A have=()
@@ -120,7 +132,14 @@ setup_host() {
 			[[ -n $(guest_deb "$p" "$a") ]] || no_deb+=("$p $a")
 		done
 	done
-	[[ $mode == quiet && ${#missing[@]} -eq 0 && ${#no_deb[@]} -eq 0 ]] && return 0
+	# (a quiet setup does not try again after a fetch that failed)
+	if [[ " ${all[*]} " == *" ${QEMU_DEBS[0]} "* &&
+		! -x $SANDBOX/qemu/usr/bin/${QEMU_DEBS[0]} &&
+		($mode == loud || ! -e $SANDBOX/qemu/unavailable) ]]; then
+		no_qemu=1
+	fi
+	[[ $mode == quiet && ${#missing[@]} -eq 0 && ${#no_deb[@]} -eq 0 &&
+		-z $no_qemu ]] && return 0
 	if ((${#missing[@]})); then
 		# What was installed is checked below, even from a quiet setup.
 		mode=loud
@@ -135,6 +154,10 @@ setup_host() {
 		fetch_guest_deb "${p% *}" "${p#* }" "$updated"
 		updated=1
 	done
+	if [[ -n $no_qemu ]]; then
+		mode=loud
+		fetch_qemu
+	fi
 	step setup "host ready"
 	[[ $mode == quiet ]] || setup_check "${arches[@]}"
 }
@@ -201,6 +224,39 @@ fetch_guest_deb() {
 	return 0
 }
 
+# fetch_qemu: QEMU_DEBS of QEMU_SUITE, from the host's Debian mirror,
+# unpacked into sandbox/qemu/. When they cannot be had, say so and leave
+# sandbox/qemu/unavailable with the reason: the guests then run on the
+# host's QEMU (the bench names the QEMU it measured with).
+fetch_qemu() {
+	local dir=$SANDBOX/qemu log=$LOGS/setup-qemu.log mirror tmp deb
+	local apt=$dir/apt
+	local -a o=(-o "Dir::Etc::SourceList=$apt/sources.list"
+		-o "Dir::Etc::SourceParts=$apt/none" -o "Dir::State::Lists=$apt/lists"
+		-o "Dir::Cache=$apt/cache")
+	mirror=$(apt-cache policy 2>/dev/null | awk '$3 == "bookworm/main" { print $2; exit }')
+	mirror=${mirror:-http://deb.debian.org/debian}
+	step setup "downloading ${QEMU_DEBS[*]} ($QEMU_SUITE) into sandbox/qemu"
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$LOGS"
+	echo "deb $mirror $QEMU_SUITE main" >"$apt/sources.list"
+	tmp=$(mktemp -d "$dir/unpack.XXXXXX")
+	# (apt-get download names the files with an url-encoded epoch)
+	if errexit_run apt-get "${o[@]}" update >"$log" 2>&1 &&
+		(cd "$tmp" && apt-get "${o[@]}" download "${QEMU_DEBS[@]/%//$QEMU_SUITE}") >>"$log" 2>&1; then
+		for deb in "$tmp"/*.deb; do
+			dpkg-deb -x "$deb" "$tmp/root"
+		done
+		rm -rf "${dir:?}/usr"
+		mv "$tmp/root/usr" "$dir/usr"
+		rm -rf "$tmp" "$dir/unavailable"
+		step setup "$("$dir/usr/bin/${QEMU_DEBS[0]}" --version | head -n 1)"
+		return 0
+	fi
+	rm -rf "$tmp"
+	echo "$QEMU_SUITE's ${QEMU_DEBS[*]} could not be downloaded (log: $log)" >"$dir/unavailable"
+	warn "setup: $(cat "$dir/unavailable"): the guests run on the host's QEMU"
+}
+
 # setup_check ARCH...: every tool a later step compiles or runs with
 # works (for the arches named); each one that does not is named with its
 # package, then exit 1.
@@ -232,7 +288,7 @@ setup_check() {
 			[[ $out =~ Machine:[[:space:]]+$(arch_field "$a" elf)$'\n' ]] ||
 				bad+=("${cross}readelf -h says the $a program is not $(arch_field "$a" elf) (packages $pkgs)")
 		fi
-		qemu=$(arch_field "$a" qemu)
+		qemu=$(qemu_program "$a" "$SANDBOX")
 		machine=$(arch_field "$a" machine)
 		out=$("$qemu" -M help 2>&1 || true)
 		grep -q "^${machine%%,*} " <<<"$out" || bad+=("$qemu -M ${machine%%,*} (packages $pkgs)")

@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 import guestbench as gb  # noqa: E402
 import svgchart  # noqa: E402
 from guestbench import SANDBOX  # noqa: E402
+from minitty.arch import qemu_program  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MINITTY = os.path.join(ROOT, "bin", "minitty")
@@ -455,7 +456,7 @@ def machine():
     return {
         "host": platform.node(), "uname": " ".join(platform.uname()[i] for i in (0, 2, 4)),
         "cpu": cpu, "cpus": os.cpu_count(), "mem_kb": int(memtotal),
-        "qemu": first("qemu-system-arm", "--version"),
+        "qemu": first(qemu_program("arm", SANDBOX), "--version"),
         "gcc": first(CROSS + "gcc", "--version"),
         "python": platform.python_version(),
         "kernel_release": rels,

@@ -36,6 +36,14 @@ def arch_info(arch):
     raise KeyError("no arch %s in configs/arches" % arch)
 
 
+def qemu_program(arch, sandbox):
+    """ARCH's QEMU program, as lib/arch.sh qemu_program: the one setup
+    unpacked into SANDBOX/qemu, else the host's (on PATH)."""
+    prog = arch_info(arch)["qemu"]
+    path = os.path.join(sandbox, "qemu", "usr", "bin", prog)
+    return path if os.access(path, os.X_OK) else prog
+
+
 def flavour_arch(flavour):
     """FLAVOUR's arch (configs/flavours, column 5)."""
     base = flavour.split("+", 1)[0]
