@@ -240,7 +240,6 @@ fetch_qemu() {
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$LOGS"
 	echo "deb $mirror $QEMU_SUITE main" >"$apt/sources.list"
 	tmp=$(mktemp -d "$dir/unpack.XXXXXX")
-	# (apt-get download names the files with an url-encoded epoch)
 	if errexit_run apt-get "${o[@]}" update >"$log" 2>&1 &&
 		(cd "$tmp" && apt-get "${o[@]}" download "${QEMU_DEBS[@]/%//$QEMU_SUITE}") >>"$log" 2>&1; then
 		for deb in "$tmp"/*.deb; do
