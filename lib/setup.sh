@@ -234,7 +234,9 @@ fetch_qemu() {
 	local -a o=(-o "Dir::Etc::SourceList=$apt/sources.list"
 		-o "Dir::Etc::SourceParts=$apt/none" -o "Dir::State::Lists=$apt/lists"
 		-o "Dir::Cache=$apt/cache")
-	mirror=$(apt-cache policy 2>/dev/null | awk '$3 == "bookworm/main" { print $2; exit }')
+	# (the mirror the host takes the suite's release from)
+	mirror=$(apt-cache policy 2>/dev/null |
+		awk -v s="${QEMU_SUITE%%-*}/main" '$3 == s { print $2; exit }')
 	mirror=${mirror:-http://deb.debian.org/debian}
 	step setup "downloading ${QEMU_DEBS[*]} ($QEMU_SUITE) into sandbox/qemu"
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$LOGS"
